@@ -1,0 +1,1 @@
+print("cepis-bench: under construction")

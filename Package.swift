@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+  name: "Cepis",
+  platforms: [.macOS(.v10_15), .iOS(.v13), .tvOS(.v13), .watchOS(.v6)],
+  products: [
+    .library(name: "Cepis", targets: ["Cepis"]),
+    .library(name: "BrazilianDocuments", targets: ["BrazilianDocuments"]),
+    .library(name: "CPFHub", targets: ["CPFHub"]),
+    .library(name: "CepisMock", targets: ["CepisMock"]),
+    .executable(name: "cepis", targets: ["CepisCLI"]),
+    .executable(name: "cepis-bench", targets: ["CepisBench"]),
+  ],
+  targets: [
+    // The retry/deadline/transport core shared by both API clients (`package` access only).
+    .target(name: "CepisHTTP"),
+    .target(name: "Cepis", dependencies: ["CepisHTTP"]),
+    .target(name: "BrazilianDocuments"),
+    .target(name: "CPFHub", dependencies: ["CepisHTTP", "BrazilianDocuments"]),
+    // The loopback server never imports the clients: it must be able to catch their mistakes.
+    .target(name: "CepisMock", dependencies: ["BrazilianDocuments"]),
+    // The command-line tool's logic lives in a library so its parser can be unit-tested;
+    // the executable target is named `CepisCLI` (not `cepis`) so it cannot clash with the
+    // `Cepis` module on case-insensitive file systems.
+    .target(
+      name: "CepisCommandLine",
+      dependencies: ["Cepis", "CPFHub", "BrazilianDocuments", "CepisMock"]
+    ),
+    .executableTarget(name: "CepisCLI", dependencies: ["CepisCommandLine"]),
+    .executableTarget(
+      name: "CepisBench",
+      dependencies: ["Cepis", "BrazilianDocuments", "CepisMock", "CepisCommandLine"],
+      path: "Benchmarks/CepisBench"
+    ),
+    .testTarget(name: "CepisHTTPTests", dependencies: ["CepisHTTP"]),
+    .testTarget(name: "CepisTests", dependencies: ["Cepis", "CepisHTTP", "CepisMock"]),
+    .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),
+    .testTarget(name: "CPFHubTests", dependencies: ["CPFHub", "CepisMock", "BrazilianDocuments"]),
+    .testTarget(name: "CepisMockTests", dependencies: ["CepisMock"]),
+    .testTarget(
+      name: "CepisCLITests",
+      dependencies: ["CepisCommandLine", "CepisMock", "Cepis"]
+    ),
+  ]
+)
+
+// One strictness for every target: Swift 6 language mode.
+for target in package.targets {
+  var settings = target.swiftSettings ?? []
+  settings.append(.swiftLanguageMode(.v6))
+  target.swiftSettings = settings
+}
