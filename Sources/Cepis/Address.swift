@@ -1,0 +1,189 @@
+import Foundation
+
+/// A Brazilian postal address, as the Correios DNE has it for one CEP.
+///
+/// Every text field is a `String`, `""` when the database has nothing for it (a CEP that
+/// covers a whole town has no `logradouro`), never `nil`.
+public struct Address: Sendable, Hashable, Codable {
+  /// The CEP, 8 digits, never masked (`"01310100"`).
+  public var cep: String
+  /// The street, avenue or square (`"Avenida Paulista"`).
+  public var logradouro: String
+  /// A complement such as a number range (`"de 612 a 1510 - lado par"`).
+  public var complemento: String
+  /// The neighbourhood.
+  public var bairro: String
+  /// The town or city.
+  public var localidade: String
+  /// The two-letter state code (`"SP"`).
+  public var uf: String
+  /// The IBGE code of the municipality (`"3550308"`).
+  public var ibge: String
+  /// Coordinates, when the API has them. Always `nil` from ``Client/lookupMany(_:)``: the
+  /// batch endpoint does not carry them.
+  public var geo: Geo?
+
+  /// Creates an address.
+  public init(
+    cep: String, logradouro: String = "", complemento: String = "", bairro: String = "",
+    localidade: String = "", uf: String = "", ibge: String = "", geo: Geo? = nil
+  ) {
+    self.cep = cep
+    self.logradouro = logradouro
+    self.complemento = complemento
+    self.bairro = bairro
+    self.localidade = localidade
+    self.uf = uf
+    self.ibge = ibge
+    self.geo = geo
+  }
+
+  /// The CEP masked as people write it: `"01310-100"`.
+  public var formattedCEP: String {
+    guard cep.utf8.count == 8 else { return cep }
+    return "\(cep.prefix(5))-\(cep.suffix(3))"
+  }
+
+  /// Decodes an address, tolerating a masked `cep`, numbers for strings and missing fields.
+  ///
+  /// - Throws: `DecodingError` when `cep` is missing or is not a CEP, or when a field has a
+  ///   shape no server drift explains (an object where text belongs).
+  public init(from decoder: Decoder) throws {
+    let container = try decoder.container(keyedBy: AnyKey.self)
+    let rawCEP = try container.lenientString("cep")
+    guard let cep = normalizedCEPDigits(rawCEP.utf8) else {
+      throw DecodingError.dataCorrupted(
+        .init(codingPath: [AnyKey("cep")], debugDescription: "missing or malformed cep"))
+    }
+    self.cep = cep
+    self.logradouro = try container.lenientString("logradouro")
+    self.complemento = try container.lenientString("complemento")
+    self.bairro = try container.lenientString("bairro")
+    self.localidade = try container.lenientString("localidade")
+    self.uf = try container.lenientString("uf")
+    self.ibge = try container.lenientString("ibge")
+    let geoKey = AnyKey("geo")
+    if container.contains(geoKey), try !container.decodeNil(forKey: geoKey) {
+      self.geo = try container.decode(Geo.self, forKey: geoKey)
+    } else {
+      self.geo = nil
+    }
+  }
+
+  /// Encodes the address with the API's field names.
+  public func encode(to encoder: Encoder) throws {
+    var container = encoder.container(keyedBy: AnyKey.self)
+    try container.encode(cep, forKey: AnyKey("cep"))
+    try container.encode(logradouro, forKey: AnyKey("logradouro"))
+    try container.encode(complemento, forKey: AnyKey("complemento"))
+    try container.encode(bairro, forKey: AnyKey("bairro"))
+    try container.encode(localidade, forKey: AnyKey("localidade"))
+    try container.encode(uf, forKey: AnyKey("uf"))
+    try container.encode(ibge, forKey: AnyKey("ibge"))
+    try container.encodeIfPresent(geo, forKey: AnyKey("geo"))
+  }
+}
+
+/// Where a CEP is, and how precisely.
+public struct Geo: Sendable, Hashable, Codable {
+  /// Latitude in degrees.
+  public var lat: Double
+  /// Longitude in degrees.
+  public var lon: Double
+  /// The radius of uncertainty in metres (JSON `raio_m`).
+  public var raioM: Int
+  /// The precision: `"logradouro"` (the street) or `"localidade"` (only the town).
+  public var precisao: String
+
+  /// Creates a location.
+  public init(lat: Double, lon: Double, raioM: Int, precisao: String) {
+    self.lat = lat
+    self.lon = lon
+    self.raioM = raioM
+    self.precisao = precisao
+  }
+
+  /// Whether the point locates the street itself rather than only the town.
+  public var isPrecise: Bool { precisao == "logradouro" }
+
+  /// Decodes a location; `raio_m` may be an integer or a decimal (rounded).
+  ///
+  /// - Throws: `DecodingError` when `lat` or `lon` is missing or not a number.
+  public init(from decoder: Decoder) throws {
+    let container = try decoder.container(keyedBy: AnyKey.self)
+    guard let lat = try container.lenientDouble("lat"),
+      let lon = try container.lenientDouble("lon"),
+      lat.isFinite, lon.isFinite
+    else {
+      throw DecodingError.dataCorrupted(
+        .init(codingPath: decoder.codingPath, debugDescription: "geo without lat/lon"))
+    }
+    self.lat = lat
+    self.lon = lon
+    let radius = try container.lenientDouble("raio_m") ?? 0
+    self.raioM = radius.isFinite && abs(radius) < 1e9 ? Int(radius.rounded()) : 0
+    self.precisao = try container.lenientString("precisao")
+  }
+
+  /// Encodes the location with the API's field names.
+  public func encode(to encoder: Encoder) throws {
+    var container = encoder.container(keyedBy: AnyKey.self)
+    try container.encode(lat, forKey: AnyKey("lat"))
+    try container.encode(lon, forKey: AnyKey("lon"))
+    try container.encode(raioM, forKey: AnyKey("raio_m"))
+    try container.encode(precisao, forKey: AnyKey("precisao"))
+  }
+}
+
+/// The API's own report of its state and of the DNE edition it serves.
+public struct Health: Sendable, Hashable, Codable {
+  /// Whether the API considers itself healthy.
+  public var ok: Bool
+  /// A status word (`"ok"`, `"degraded"`).
+  public var status: String
+  /// The DNE edition being served.
+  public var dne: String
+  /// How many CEPs the database holds.
+  public var ceps: Int
+  /// When the database was generated (JSON `base_gerada_em`), as the API writes it.
+  public var baseGeradaEm: String
+
+  /// Creates a health report.
+  public init(ok: Bool, status: String, dne: String, ceps: Int, baseGeradaEm: String) {
+    self.ok = ok
+    self.status = status
+    self.dne = dne
+    self.ceps = ceps
+    self.baseGeradaEm = baseGeradaEm
+  }
+
+  /// Decodes a report, tolerating numbers as strings and missing fields; at least one of
+  /// `ok` and `status` must be present.
+  ///
+  /// - Throws: `DecodingError` when neither `ok` nor `status` is there (not a health report).
+  public init(from decoder: Decoder) throws {
+    let container = try decoder.container(keyedBy: AnyKey.self)
+    let ok = try container.lenientBool("ok")
+    let status = try container.lenientString("status")
+    guard ok != nil || !status.isEmpty else {
+      throw DecodingError.dataCorrupted(
+        .init(codingPath: decoder.codingPath, debugDescription: "neither ok nor status"))
+    }
+    self.ok = ok ?? (status == "ok")
+    self.status = status.isEmpty ? (self.ok ? "ok" : "degraded") : status
+    self.dne = try container.lenientString("dne")
+    let count = try container.lenientDouble("ceps") ?? 0
+    self.ceps = count.isFinite && count >= 0 && count < 1e15 ? Int(count) : 0
+    self.baseGeradaEm = try container.lenientString("base_gerada_em")
+  }
+
+  /// Encodes the report with the API's field names.
+  public func encode(to encoder: Encoder) throws {
+    var container = encoder.container(keyedBy: AnyKey.self)
+    try container.encode(ok, forKey: AnyKey("ok"))
+    try container.encode(status, forKey: AnyKey("status"))
+    try container.encode(dne, forKey: AnyKey("dne"))
+    try container.encode(ceps, forKey: AnyKey("ceps"))
+    try container.encode(baseGeradaEm, forKey: AnyKey("base_gerada_em"))
+  }
+}

@@ -1,0 +1,274 @@
+/// An error in CSV input, with the 1-based line where the bad record starts.
+public struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// What is wrong.
+  public enum Reason: Sendable, Equatable {
+    /// A quoted field was still open when the input ended.
+    case unterminatedQuote
+    /// A closing quote was followed by something other than a separator or a line end.
+    case characterAfterClosingQuote
+    /// A field is not valid UTF-8.
+    case invalidUTF8
+    /// A record is longer than the reader's `maxRecordBytes`.
+    case recordTooLong(limit: Int)
+  }
+
+  /// What is wrong.
+  public var reason: Reason
+  /// The line, counting from 1, on which the offending record starts.
+  public var line: Int
+
+  /// Creates an error.
+  public init(reason: Reason, line: Int) {
+    self.reason = reason
+    self.line = line
+  }
+
+  /// A readable explanation, for logs and the command line.
+  public var description: String {
+    switch reason {
+    case .unterminatedQuote: return "CSV line \(line): quoted field never closed"
+    case .characterAfterClosingQuote:
+      return "CSV line \(line): unexpected character after a closing quote"
+    case .invalidUTF8: return "CSV line \(line): field is not valid UTF-8"
+    case .recordTooLong(let limit): return "CSV line \(line): record longer than \(limit) bytes"
+    }
+  }
+}
+
+/// One CSV record: its fields, decoded, and — when asked for — its exact bytes.
+public struct CSVRecord: Sendable, Equatable {
+  /// The fields, unquoted and unescaped.
+  public var fields: [String]
+  /// The record's bytes exactly as they were in the input, without the line terminator;
+  /// empty unless the reader was created with `keepRawBytes: true`.
+  public var rawBytes: [UInt8]
+  /// The line terminator that ended the record: `"\n"`, `"\r\n"`, `"\r"`, or empty at the
+  /// end of input.
+  public var terminator: [UInt8]
+  /// The 1-based line on which the record starts.
+  public var line: Int
+
+  /// Creates a record.
+  public init(fields: [String], rawBytes: [UInt8] = [], terminator: [UInt8] = [], line: Int = 1) {
+    self.fields = fields
+    self.rawBytes = rawBytes
+    self.terminator = terminator
+    self.line = line
+  }
+
+  /// Whether the record is an empty line (a single empty field and no bytes).
+  public var isBlank: Bool { fields.count == 1 && fields[0].isEmpty }
+}
+
+/// An incremental RFC 4180 reader: feed it bytes as they arrive, take records out as they
+/// complete.
+///
+/// Quoted fields may hold separators, doubled quotes and line breaks; lines may end in LF,
+/// CRLF or CR; a UTF-8 byte-order mark at the very start is skipped (and remembered in
+/// ``sawByteOrderMark``). Memory is bounded by the longest record, not by the input.
+///
+/// ```swift
+/// var reader = CSVReader()
+/// reader.append(Array("cep,uf\n01001000,SP\n".utf8))
+/// reader.finish()
+/// while let record = try reader.next() { print(record.fields) }
+/// ```
+public struct CSVReader: Sendable {
+  private static let quote = UInt8(ascii: "\"")
+  private static let lineFeed = UInt8(ascii: "\n")
+  private static let carriageReturn = UInt8(ascii: "\r")
+
+  /// The field separator byte (`,` unless set otherwise).
+  public let separator: UInt8
+  /// Whether records carry their exact input bytes in ``CSVRecord/rawBytes``.
+  public let keepRawBytes: Bool
+  /// The largest record accepted, so that hostile input cannot exhaust memory.
+  public let maxRecordBytes: Int
+  /// Whether the input began with a UTF-8 byte-order mark (which is not part of any field).
+  public private(set) var sawByteOrderMark = false
+
+  private var buffer: [UInt8] = []
+  private var position = 0
+  private var atEnd = false
+  private var checkedByteOrderMark = false
+  private var line = 1
+  private var scratch: [UInt8] = []
+
+  /// Creates a reader.
+  ///
+  /// - Parameters:
+  ///   - separator: the field separator, `,` by default.
+  ///   - keepRawBytes: keep each record's exact bytes, for tools that must copy input
+  ///     through unchanged.
+  ///   - maxRecordBytes: the longest record accepted (16 MiB by default).
+  public init(
+    separator: UInt8 = UInt8(ascii: ","), keepRawBytes: Bool = false,
+    maxRecordBytes: Int = 16 << 20
+  ) {
+    self.separator = separator
+    self.keepRawBytes = keepRawBytes
+    self.maxRecordBytes = maxRecordBytes
+  }
+
+  /// Reads all of `bytes` at once and returns every record.
+  public static func records(
+    in bytes: some Collection<UInt8>, separator: UInt8 = UInt8(ascii: ",")
+  ) throws -> [CSVRecord] {
+    var reader = CSVReader(separator: separator)
+    reader.append(bytes)
+    reader.finish()
+    var result: [CSVRecord] = []
+    while let record = try reader.next() { result.append(record) }
+    return result
+  }
+
+  /// Adds input bytes.
+  public mutating func append(_ bytes: some Collection<UInt8>) {
+    if position > 0 && position >= buffer.count / 2 {
+      buffer.removeSubrange(0..<position)
+      position = 0
+    }
+    buffer.append(contentsOf: bytes)
+  }
+
+  /// Declares that no more input will come, so a final record without a line end counts.
+  public mutating func finish() {
+    atEnd = true
+  }
+
+  /// The bytes received but not yet returned as records.
+  public var bufferedByteCount: Int { buffer.count - position }
+
+  /// The next complete record, or `nil` when more input is needed (or, after ``finish()``,
+  /// when the input is exhausted).
+  public mutating func next() throws -> CSVRecord? {
+    if !checkedByteOrderMark {
+      if buffer.count - position < 3 && !atEnd { return nil }
+      checkedByteOrderMark = true
+      if buffer.count - position >= 3, buffer[position] == 0xEF, buffer[position + 1] == 0xBB,
+        buffer[position + 2] == 0xBF
+      {
+        sawByteOrderMark = true
+        position += 3
+      }
+    }
+    guard position < buffer.count else { return nil }
+    guard let (record, next) = try scanRecord(from: position) else {
+      if buffer.count - position > maxRecordBytes {
+        throw CSVError(reason: .recordTooLong(limit: maxRecordBytes), line: line)
+      }
+      return nil
+    }
+    position = next
+    return record
+  }
+
+  // Scans one record starting at `start`; `nil` means the record is not complete yet.
+  private mutating func scanRecord(from start: Int) throws -> (CSVRecord, Int)? {
+    var fields: [String] = []
+    var index = start
+    let end = buffer.count
+    let startLine = line
+    var newlines = 0
+    while true {
+      if index < end && buffer[index] == Self.quote {
+        scratch.removeAll(keepingCapacity: true)
+        var cursor = index + 1
+        while true {
+          guard cursor < end else {
+            if atEnd { throw CSVError(reason: .unterminatedQuote, line: startLine) }
+            return nil
+          }
+          let byte = buffer[cursor]
+          if byte == Self.quote {
+            if cursor + 1 < end {
+              if buffer[cursor + 1] == Self.quote {
+                scratch.append(Self.quote)
+                cursor += 2
+                continue
+              }
+              break
+            }
+            if atEnd { break }
+            return nil
+          }
+          if byte == Self.lineFeed { newlines += 1 }
+          scratch.append(byte)
+          cursor += 1
+        }
+        fields.append(try Self.decode(scratch[...], line: startLine))
+        index = cursor + 1
+        if index < end {
+          let byte = buffer[index]
+          if byte == separator {
+            index += 1
+            if index >= end && atEnd { fields.append("") }
+            continue
+          }
+          if byte != Self.lineFeed && byte != Self.carriageReturn {
+            throw CSVError(reason: .characterAfterClosingQuote, line: startLine)
+          }
+        } else if !atEnd {
+          return nil
+        }
+      } else {
+        var cursor = index
+        let separator = self.separator
+        while cursor < end {
+          let byte = buffer[cursor]
+          if byte == separator || byte == Self.lineFeed || byte == Self.carriageReturn { break }
+          cursor += 1
+        }
+        if cursor >= end && !atEnd { return nil }
+        fields.append(try Self.decode(buffer[index..<cursor], line: startLine))
+        index = cursor
+        if index < end && buffer[index] == separator {
+          index += 1
+          if index >= end {
+            if !atEnd { return nil }
+            fields.append("")
+          } else {
+            continue
+          }
+        }
+      }
+      // At a line end or the end of input.
+      let recordEnd = index
+      var terminator: [UInt8] = []
+      if index < end {
+        if buffer[index] == Self.carriageReturn {
+          if index + 1 < end {
+            terminator = buffer[index + 1] == Self.lineFeed ? [13, 10] : [13]
+          } else if atEnd {
+            terminator = [13]
+          } else {
+            return nil
+          }
+        } else if buffer[index] == Self.lineFeed {
+          terminator = [10]
+        }
+        index += terminator.count
+      }
+      line = startLine + newlines + 1
+      let raw = keepRawBytes ? Array(buffer[start..<recordEnd]) : []
+      return (
+        CSVRecord(fields: fields, rawBytes: raw, terminator: terminator, line: startLine),
+        index
+      )
+    }
+  }
+
+  private static func decode(_ bytes: ArraySlice<UInt8>, line: Int) throws -> String {
+    var ascii = true
+    for byte in bytes where byte >= 0x80 {
+      ascii = false
+      break
+    }
+    let text = String(decoding: bytes, as: UTF8.self)
+    // Invalid sequences decode to U+FFFD; comparing the bytes back catches them exactly.
+    if !ascii && !text.utf8.elementsEqual(bytes) {
+      throw CSVError(reason: .invalidUTF8, line: line)
+    }
+    return text
+  }
+}

@@ -1,0 +1,169 @@
+import CepisHTTP
+import Foundation
+
+extension Client {
+  /// Looks up many CEPs through the batch endpoint, in as few requests as possible.
+  ///
+  /// The answer has the same length and order as `ceps`; a slot is `nil` for a CEP that does
+  /// not exist and for a malformed one (which is never sent). Each distinct CEP is sent once
+  /// however often, masked or not, it repeats; distinct CEPs go in chunks of ``maxBatch``,
+  /// a few chunks in flight at once. Rows are matched to inputs by their own `cep` column,
+  /// never by position, so a server that reorders, omits or repeats rows cannot put an
+  /// address on the wrong CEP; a row for a CEP that was not asked for is ignored.
+  ///
+  /// The batch endpoint carries no coordinates: every ``Address/geo`` here is `nil`.
+  ///
+  /// ```swift
+  /// let found = try await client.lookupMany(["01001-000", "oops", "01001000"])
+  /// // [Address(01001000…), nil, Address(01001000…)] — one request, one CEP in it
+  /// ```
+  ///
+  /// - Throws: ``CepisError`` when a chunk still fails after its retries (the other chunks
+  ///   are cancelled), or `CancellationError`.
+  public func lookupMany(_ ceps: [String]) async throws -> [Address?] {
+    let plan = BatchPlan(inputs: ceps, chunkSize: Self.maxBatch)
+    guard !plan.chunks.isEmpty else { return Array(repeating: nil, count: ceps.count) }
+    var found: [String: Address] = [:]
+    found.reserveCapacity(plan.distinct.count)
+    try await withThrowingTaskGroup(of: [String: Address].self) { group in
+      var nextChunk = 0
+      let initial = min(Self.batchConcurrency, plan.chunks.count)
+      for _ in 0..<initial {
+        let chunk = plan.chunks[nextChunk]
+        group.addTask { try await fetchChunk(chunk) }
+        nextChunk += 1
+      }
+      while let partial = try await group.next() {
+        found.merge(partial) { first, _ in first }
+        if nextChunk < plan.chunks.count {
+          let chunk = plan.chunks[nextChunk]
+          group.addTask { try await fetchChunk(chunk) }
+          nextChunk += 1
+        }
+      }
+    }
+    return plan.slots.map { slot in slot.flatMap { found[$0] } }
+  }
+
+  /// Fetches one chunk of distinct, normalized CEPs and keys the rows by their own CEP.
+  func fetchChunk(_ chunk: [String]) async throws -> [String: Address] {
+    let response = try await send(path: "/csv?ceps=" + chunk.joined(separator: ","))
+    switch response.status {
+    case 200..<300:
+      return try Self.decodeBatch(response, requested: Set(chunk))
+    case 400:
+      throw CepisError.invalidCEP(
+        Self.mensagem(in: response) ?? "the API rejected the batch request")
+    default:
+      throw Self.unexpectedStatus(response)
+    }
+  }
+
+  /// Decodes a `/csv` answer: a header naming the columns, then rows. A row whose
+  /// `localidade` is empty is a CEP that does not exist.
+  static func decodeBatch(_ response: HTTPResponse, requested: Set<String>) throws
+    -> [String: Address]
+  {
+    if response.looksLikeHTML {
+      throw CepisError.invalidResponse(
+        "expected CSV, got an HTML page (captive portal or proxy?): \(response.bodyPreview())")
+    }
+    if let type = response.mediaType,
+      !(type == "text/csv" || type == "text/plain" || type == "application/csv"
+        || type == "application/octet-stream")
+    {
+      throw CepisError.invalidResponse("expected CSV, got \(type): \(response.bodyPreview())")
+    }
+    do {
+      return try decodeBatchRows(response.body, requested: requested)
+    } catch let error as CSVError {
+      throw CepisError.invalidResponse("\(error) in \(response.bodyPreview())")
+    }
+  }
+
+  static func decodeBatchRows(_ body: Data, requested: Set<String>) throws -> [String: Address] {
+    var reader = CSVReader()
+    reader.append(body)
+    reader.finish()
+    guard let header = try reader.next() else {
+      throw CepisError.invalidResponse("empty CSV answer")
+    }
+    let columns = BatchColumns(header: header.fields)
+    guard let cepColumn = columns.cep, let localidadeColumn = columns.localidade else {
+      throw CepisError.invalidResponse(
+        "CSV without the cep and localidade columns: \(HTTPResponse.preview(of: body))")
+    }
+    var found: [String: Address] = [:]
+    var answered = Set<String>()
+    while let record = try reader.next() {
+      let fields = record.fields
+      guard cepColumn < fields.count,
+        let cep = normalizedCEPDigits(fields[cepColumn].utf8),
+        requested.contains(cep), answered.insert(cep).inserted
+      else { continue }
+      let localidade = localidadeColumn < fields.count ? fields[localidadeColumn] : ""
+      guard !localidade.isEmpty else { continue }
+      func field(_ index: Int?) -> String {
+        guard let index, index < fields.count else { return "" }
+        return fields[index]
+      }
+      found[cep] = Address(
+        cep: cep, logradouro: field(columns.logradouro), complemento: field(columns.complemento),
+        bairro: field(columns.bairro), localidade: localidade, uf: field(columns.uf),
+        ibge: field(columns.ibge), geo: nil)
+    }
+    return found
+  }
+}
+
+/// Where each field is in a `/csv` answer, taken from its header (servers may reorder).
+struct BatchColumns {
+  var cep: Int?
+  var logradouro: Int?
+  var complemento: Int?
+  var bairro: Int?
+  var localidade: Int?
+  var uf: Int?
+  var ibge: Int?
+
+  init(header: [String]) {
+    for (index, raw) in header.enumerated() {
+      switch raw.trimmingCharacters(in: .whitespaces).lowercased() {
+      case "cep": cep = cep ?? index
+      case "logradouro": logradouro = logradouro ?? index
+      case "complemento": complemento = complemento ?? index
+      case "bairro": bairro = bairro ?? index
+      case "localidade": localidade = localidade ?? index
+      case "uf": uf = uf ?? index
+      case "ibge": ibge = ibge ?? index
+      default: continue
+      }
+    }
+  }
+}
+
+/// How a batch is sent: each input's normalized CEP (or `nil` when malformed), the distinct
+/// CEPs in first-seen order, and those split into chunks.
+struct BatchPlan {
+  var slots: [String?]
+  var distinct: [String]
+  var chunks: [[String]]
+
+  init(inputs: [String], chunkSize: Int) {
+    var slots: [String?] = []
+    slots.reserveCapacity(inputs.count)
+    var seen = Set<String>()
+    var distinct: [String] = []
+    for input in inputs {
+      let cep = normalizedCEPDigits(input.utf8) ?? (try? normalizeCEP(input))
+      slots.append(cep)
+      if let cep, seen.insert(cep).inserted { distinct.append(cep) }
+    }
+    self.slots = slots
+    self.distinct = distinct
+    let size = max(1, chunkSize)
+    self.chunks = stride(from: 0, to: distinct.count, by: size).map {
+      Array(distinct[$0..<min($0 + size, distinct.count)])
+    }
+  }
+}

@@ -1,0 +1,258 @@
+import CepisHTTP
+import Foundation
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+/// A client for the CEP API at [cep.is](https://cep.is): official Correios DNE data.
+///
+/// `Client` is an immutable value, safe to share between tasks and threads; one instance
+/// (or ``shared``) per process is the intended use, since it keeps its connections and its
+/// retry budget.
+///
+/// ```swift
+/// let address = try await Client.shared.lookup("01310-100")
+/// print(address.logradouro, address.localidade, address.uf)
+/// ```
+///
+/// Every call validates its input first (a malformed CEP costs no request), retries 429,
+/// 5xx and network failures with full-jitter backoff, and enforces its own deadlines, on
+/// Linux as on Apple platforms.
+public struct Client: Sendable {
+  /// The public API: `https://cep.is`.
+  public static let defaultBaseURL: URL = {
+    guard let url = URL(string: "https://cep.is") else { preconditionFailure("constant URL") }
+    return url
+  }()
+
+  /// The most CEPs the batch endpoint accepts in one request.
+  public static let maxBatch = 500
+
+  /// This library's version, as sent in the `User-Agent`.
+  public static let version = "0.1.0"
+
+  /// A client with the default settings.
+  public static let shared = Client()
+
+  /// The largest response body accepted: anything bigger is ``CepisError/invalidResponse(_:)``.
+  static let maxBodyBytes = 8 << 20
+
+  /// How many batch requests ``lookupMany(_:)`` keeps in flight at once.
+  static let batchConcurrency = 4
+
+  /// The API's base URL, without trailing slashes; it may carry a path prefix
+  /// (`http://host:8080/api`).
+  public let baseURL: URL
+  /// The deadline of each attempt, in seconds (sub-second values are honoured).
+  public let timeout: TimeInterval
+  /// Attempts in all for one call, the first included.
+  public let maxAttempts: Int
+  /// The first backoff window, in seconds; it doubles with each retry.
+  public let backoffBase: TimeInterval
+  /// The longest wait between attempts, `Retry-After` included.
+  public let backoffMax: TimeInterval
+  /// The deadline of a whole call, attempts and waits included; `nil` for none.
+  public let totalTimeout: TimeInterval?
+  /// The `User-Agent` sent; `nil` sends `cepis-swift/<version> (+https://cep.is)`.
+  public let userAgent: String?
+  /// The client-wide retry budget; `nil` when disabled.
+  public let retryBudget: RetryBudget?
+
+  let executor: HTTPExecutor
+  private let base: String
+
+  /// Creates a client.
+  ///
+  /// - Parameters:
+  ///   - baseURL: the API's address; trailing slashes are ignored, a path prefix is kept.
+  ///   - timeout: the deadline of each attempt, in seconds.
+  ///   - maxAttempts: attempts in all (at least 1).
+  ///   - backoffBase: the first backoff window; the wait before attempt n+1 is drawn
+  ///     uniformly from `[0, min(backoffBase · 2^(n−1), backoffMax)]`.
+  ///   - backoffMax: the longest wait between attempts; also caps `Retry-After`.
+  ///   - totalTimeout: a hard deadline for the whole call, or `nil`.
+  ///   - userAgent: overrides the `User-Agent` header.
+  ///   - session: its configuration (proxies, headers, cookies) is used for the client's own
+  ///     session; its delegate is not, because the client must stream bodies itself to
+  ///     enforce its size cap and deadlines.
+  ///   - retryBudget: the client-wide retry budget (see ``RetryBudget``); `nil` disables it.
+  public init(
+    baseURL: URL = Client.defaultBaseURL,
+    timeout: TimeInterval = 10,
+    maxAttempts: Int = 3,
+    backoffBase: TimeInterval = 0.5,
+    backoffMax: TimeInterval = 8,
+    totalTimeout: TimeInterval? = nil,
+    userAgent: String? = nil,
+    session: URLSession = .shared,
+    retryBudget: RetryBudget? = .standard
+  ) {
+    self.init(
+      baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
+      backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
+      session: session, retryBudget: retryBudget, environment: .live)
+  }
+
+  /// The designated initializer, with an injectable clock, sleeper and random source.
+  package init(
+    baseURL: URL,
+    timeout: TimeInterval,
+    maxAttempts: Int,
+    backoffBase: TimeInterval,
+    backoffMax: TimeInterval,
+    totalTimeout: TimeInterval?,
+    userAgent: String?,
+    session: URLSession,
+    retryBudget: RetryBudget?,
+    environment: HTTPEnvironment
+  ) {
+    var text = baseURL.absoluteString
+    while text.hasSuffix("/") { text.removeLast() }
+    self.base = text
+    self.baseURL = URL(string: text) ?? baseURL
+    let policy = RetryPolicy(
+      maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
+      attemptTimeout: timeout, totalTimeout: totalTimeout)
+    self.timeout = policy.attemptTimeout
+    self.maxAttempts = policy.maxAttempts
+    self.backoffBase = policy.backoffBase
+    self.backoffMax = policy.backoffMax
+    self.totalTimeout = policy.totalTimeout
+    self.userAgent = userAgent
+    self.retryBudget = retryBudget
+    self.executor = HTTPExecutor(
+      policy: policy,
+      transport: HTTPTransport(
+        configuration: session.configuration, maxBodyBytes: Self.maxBodyBytes),
+      budget: retryBudget.map { CepisHTTP.RetryBudget($0.core) },
+      environment: environment)
+  }
+
+  /// Looks up one CEP.
+  ///
+  /// ```swift
+  /// let address = try await client.lookup("01001-000")
+  /// address.logradouro  // "Praça da Sé"
+  /// address.geo?.isPrecise
+  /// ```
+  ///
+  /// - Parameter cep: masked or not (`"01001-000"`, `"01001000"`).
+  /// - Returns: the address, with ``Address/geo`` when the API has coordinates.
+  /// - Throws: ``CepisError``: `invalidCEP` before any request for a malformed CEP,
+  ///   `cepNotFound` for 404, and after retries `rateLimited`, `serverError` or
+  ///   `networkError`; `invalidResponse` for an answer that is not the API's. Cancelling
+  ///   the task ends the call promptly with `CancellationError`.
+  public func lookup(_ cep: String) async throws -> Address {
+    let digits = try normalizeCEP(cep)
+    let response = try await send(path: "/" + digits)
+    switch response.status {
+    case 200..<300:
+      try Self.requireJSON(response)
+      let address: Address
+      do {
+        address = try JSONDecoder().decode(Address.self, from: response.body)
+      } catch {
+        throw CepisError.invalidResponse(
+          "JSON of an unexpected shape: \(response.bodyPreview())")
+      }
+      guard address.cep == digits else {
+        throw CepisError.invalidResponse(
+          "the API answered for CEP \(address.cep) when \(digits) was asked")
+      }
+      return address
+    case 404:
+      if response.looksLikeHTML { throw Self.unexpectedStatus(response) }
+      throw CepisError.cepNotFound(digits)
+    case 400:
+      throw CepisError.invalidCEP(
+        Self.mensagem(in: response) ?? "the API rejected CEP \(digits)")
+    default:
+      throw Self.unexpectedStatus(response)
+    }
+  }
+
+  /// Reports the API's health and the DNE edition it serves.
+  ///
+  /// A degraded API (HTTP 503 with a health report) does not throw: it arrives as a
+  /// ``Health`` whose ``Health/ok`` is `false`.
+  ///
+  /// - Throws: ``CepisError`` when the API cannot be reached or answers something else.
+  public func health() async throws -> Health {
+    let response = try await send(path: "/health") { response in
+      response.status == 503 && (try? JSONDecoder().decode(Health.self, from: response.body)) != nil
+    }
+    guard (200..<300).contains(response.status) || response.status == 503 else {
+      throw Self.unexpectedStatus(response)
+    }
+    try Self.requireJSON(response)
+    do {
+      return try JSONDecoder().decode(Health.self, from: response.body)
+    } catch {
+      throw CepisError.invalidResponse("not a health report: \(response.bodyPreview())")
+    }
+  }
+
+  // MARK: - Plumbing shared with the batch path
+
+  /// Performs `GET {base}{pathAndQuery}` through the retry core and maps its failures.
+  func send(
+    path pathAndQuery: String,
+    isFinal: @escaping @Sendable (HTTPResponse) -> Bool = { _ in false }
+  ) async throws -> HTTPResponse {
+    guard let url = URL(string: base + pathAndQuery) else {
+      throw CepisError.invalidResponse("cannot build a URL from base \(quoted(base))")
+    }
+    var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData)
+    request.httpMethod = "GET"
+    request.timeoutInterval = max(60, timeout * 4)
+    request.setValue(
+      userAgent ?? "cepis-swift/\(Self.version) (+https://cep.is)", forHTTPHeaderField: "User-Agent"
+    )
+    request.setValue("application/json, text/csv;q=0.9, */*;q=0.1", forHTTPHeaderField: "Accept")
+    request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
+    do {
+      return try await executor.perform(request, isFinal: isFinal)
+    } catch let failure as HTTPFailure {
+      throw Self.map(failure)
+    }
+  }
+
+  static func map(_ failure: HTTPFailure) -> CepisError {
+    switch failure {
+    case .rateLimited(let retryAfter, let response):
+      return .rateLimited(
+        message: mensagem(in: response) ?? "rate limited (HTTP 429)", retryAfter: retryAfter)
+    case .serverError(let status, let response):
+      return .serverError(message: mensagem(in: response) ?? "HTTP \(status)", status: status)
+    case .network(let message), .timedOut(let message):
+      return .networkError(message: message)
+    case .bodyTooLarge(let limit):
+      return .invalidResponse("response body larger than \(limit) bytes")
+    }
+  }
+
+  static func requireJSON(_ response: HTTPResponse) throws {
+    if response.looksLikeHTML {
+      throw CepisError.invalidResponse(
+        "expected JSON, got an HTML page (captive portal or proxy?): \(response.bodyPreview())")
+    }
+    if let type = response.mediaType, !response.isJSON, type != "text/plain" {
+      throw CepisError.invalidResponse("expected JSON, got \(type): \(response.bodyPreview())")
+    }
+  }
+
+  static func unexpectedStatus(_ response: HTTPResponse) -> CepisError {
+    .invalidResponse("unexpected HTTP status \(response.status): \(response.bodyPreview())")
+  }
+
+  /// The API's `{"mensagem": "…"}`, when the body is that.
+  static func mensagem(in response: HTTPResponse) -> String? {
+    struct Envelope: Decodable { var mensagem: String? }
+    guard response.isJSON || response.body.first == UInt8(ascii: "{"),
+      let envelope = try? JSONDecoder().decode(Envelope.self, from: response.body),
+      let text = envelope.mensagem, !text.isEmpty
+    else { return nil }
+    return String(text.prefix(200))
+  }
+}

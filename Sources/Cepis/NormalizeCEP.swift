@@ -1,0 +1,73 @@
+import Foundation
+
+/// Normalizes a CEP to its 8 ASCII digits.
+///
+/// Surrounding whitespace and newlines are trimmed; `-`, `.` and spaces are dropped; what
+/// remains must be exactly eight ASCII digits. Arabic-Indic, full-width and other Unicode
+/// digits are rejected, so nothing but `0`–`9` can ever reach a request URL.
+///
+/// ```swift
+/// try normalizeCEP(" 01310-100 ")  // "01310100"
+/// try normalizeCEP("1310-100")     // throws CepisError.invalidCEP
+/// ```
+///
+/// - Throws: ``CepisError/invalidCEP(_:)`` with a message quoting the input.
+public func normalizeCEP(_ value: String) throws -> String {
+  if let digits = normalizedCEPDigits(value.utf8) {
+    return digits
+  }
+  // Unicode whitespace around the CEP (a no-break space pasted from a web page) is trimmed
+  // as well; the fast path above only knows ASCII whitespace.
+  let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+  if trimmed.utf8.count != value.utf8.count, let digits = normalizedCEPDigits(trimmed.utf8) {
+    return digits
+  }
+  throw CepisError.invalidCEP("invalid CEP \(quoted(value)): expected 8 digits, as in 01001-000")
+}
+
+/// The 8 digits of a CEP, or `nil` when `bytes` is not one (the same rules as
+/// ``normalizeCEP(_:)`` for ASCII input, without an error or an allocation on failure).
+func normalizedCEPDigits(_ bytes: some Collection<UInt8>) -> String? {
+  var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0)
+  var count = 0
+  var seenContent = false
+  var inTrailingWhitespace = false
+  for byte in bytes {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"):
+      guard count < 8, !inTrailingWhitespace else { return nil }
+      withUnsafeMutableBytes(of: &digits) { $0[count] = byte }
+      count += 1
+      seenContent = true
+    case UInt8(ascii: "-"), UInt8(ascii: "."):
+      guard !inTrailingWhitespace else { return nil }
+      seenContent = true
+    case UInt8(ascii: " "):
+      continue
+    case UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"), 0x0B, 0x0C:
+      // Tabs and line breaks may surround the CEP but not split it.
+      if seenContent { inTrailingWhitespace = true }
+    default:
+      return nil
+    }
+  }
+  guard count == 8 else { return nil }
+  return withUnsafeBytes(of: &digits) { String(decoding: $0, as: UTF8.self) }
+}
+
+/// `value` in quotes for a message, shortened when long and with control characters shown
+/// escaped, so that hostile input cannot forge log lines.
+func quoted(_ value: String, limit: Int = 40) -> String {
+  var result = ""
+  var count = 0
+  for scalar in value.unicodeScalars {
+    if count >= limit {
+      result += "…"
+      break
+    }
+    result +=
+      scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
+    count += 1
+  }
+  return "\"\(result)\""
+}

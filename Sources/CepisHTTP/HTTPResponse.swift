@@ -1,0 +1,79 @@
+import Foundation
+
+/// A complete response as the core hands it to a client module.
+package struct HTTPResponse: Sendable, Equatable {
+  /// The HTTP status code.
+  package var status: Int
+  /// Header fields, names lowercased.
+  package var headers: [String: String]
+  /// The body, never longer than the transport's cap.
+  package var body: Data
+
+  /// Creates a response.
+  package init(status: Int, headers: [String: String], body: Data) {
+    self.status = status
+    self.headers = headers
+    self.body = body
+  }
+
+  /// The value of header `name`, matched without regard to case.
+  package func header(_ name: String) -> String? {
+    headers[name.lowercased()]
+  }
+
+  /// The media type of `Content-Type`, lowercased and without parameters
+  /// (`"application/json"`), or `nil` when the header is absent.
+  package var mediaType: String? {
+    guard let raw = header("content-type") else { return nil }
+    let type = raw.split(separator: ";", maxSplits: 1).first.map(String.init) ?? raw
+    return type.trimmingCharacters(in: .whitespaces).lowercased()
+  }
+
+  /// Whether `Content-Type` names JSON (`application/json` or any `+json` type).
+  package var isJSON: Bool {
+    guard let type = mediaType else { return false }
+    return type == "application/json" || type.hasSuffix("+json") || type == "text/json"
+  }
+
+  /// Whether the body looks like an HTML page, by its content type or its first bytes.
+  package var looksLikeHTML: Bool {
+    if let type = mediaType, type == "text/html" || type == "application/xhtml+xml" {
+      return true
+    }
+    for byte in body.prefix(64)
+    where !(byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09) {
+      return byte == UInt8(ascii: "<")
+    }
+    return false
+  }
+
+  /// A short, printable preview of the body for error messages: at most `limit`
+  /// characters, control characters replaced, never the whole of a large body.
+  package func bodyPreview(limit: Int = 80) -> String {
+    Self.preview(of: body, limit: limit)
+  }
+
+  /// A short, printable preview of `data` (see ``bodyPreview(limit:)``).
+  package static func preview(of data: Data, limit: Int = 80) -> String {
+    let head = String(decoding: data.prefix(limit * 4), as: UTF8.self)
+    var result = ""
+    var count = 0
+    var lastWasSpace = false
+    for character in head {
+      if count >= limit { break }
+      let isSpace = character.isWhitespace || character.isNewline
+      if isSpace {
+        if lastWasSpace { continue }
+        result.append(" ")
+      } else if character.unicodeScalars.allSatisfy({ $0.properties.generalCategory == .control }) {
+        result.append("?")
+      } else {
+        result.append(character)
+      }
+      lastWasSpace = isSpace
+      count += 1
+    }
+    let trimmed = result.trimmingCharacters(in: .whitespaces)
+    return data.count > trimmed.utf8.count && count >= limit ? trimmed + "…" : trimmed
+  }
+}

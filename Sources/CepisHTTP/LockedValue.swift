@@ -1,0 +1,26 @@
+import Foundation
+
+/// A value guarded by a lock, shareable across tasks and threads.
+///
+/// `Synchronization.Mutex` needs macOS 15 / iOS 18, and the package still supports
+/// macOS 10.15 / iOS 13, so the core keeps this small `NSLock` box instead.
+///
+/// `@unchecked Sendable` is sound here: `value` is private and is only ever read or written
+/// inside `withLock`, which holds `lock` for the whole access, so no two threads touch it at
+/// once; `Value: Sendable` means whatever escapes the closure is itself safe to share.
+package final class LockedValue<Value: Sendable>: @unchecked Sendable {
+  private let lock = NSLock()
+  private var value: Value
+
+  /// Wraps `initial`.
+  package init(_ initial: Value) {
+    self.value = initial
+  }
+
+  /// Runs `body` with exclusive access to the value.
+  package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body(&value)
+  }
+}
