@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+
+@testable import Cepis
+
+@Suite("CSV reader")
+struct CSVReaderTests {
+  func fields(_ text: String) throws -> [[String]] {
+    try CSVReader.records(in: Array(text.utf8)).map(\.fields)
+  }
+
+  @Test("RFC 4180: quoted commas, doubled quotes, line breaks; LF and CRLF; BOM")
+  func rfc4180() throws {
+    #expect(try fields("a,b\n1,2\n") == [["a", "b"], ["1", "2"]])
+    #expect(try fields("a,b\r\n1,2") == [["a", "b"], ["1", "2"]])
+    #expect(try fields("\u{FEFF}cep,x\n\"a,b\",\"say \"\"hi\"\"\"\n") == [["cep", "x"], ["a,b", "say \"hi\""]])
+    #expect(try fields("x,\"line1\nline2\",y\n") == [["x", "line1\nline2", "y"]])
+    #expect(try fields("a,,\n") == [["a", "", ""]])
+    #expect(try fields("\n") == [[""]])
+    #expect(try fields("") == [])
+    #expect(try fields("\"\"") == [[""]])
+  }
+
+  @Test("records keep their exact bytes and terminators when asked")
+  func rawBytes() throws {
+    var reader = CSVReader(keepRawBytes: true)
+    reader.append(Array("\"a\"\"\",b\r\nc\nd".utf8))
+    reader.finish()
+    let first = try #require(try reader.next())
+    #expect(String(decoding: first.rawBytes, as: UTF8.self) == "\"a\"\"\",b")
+    #expect(first.terminator == [13, 10])
+    #expect(try reader.next()?.terminator == [10])
+    let last = try #require(try reader.next())
+    #expect(last.fields == ["d"])
+    #expect(last.terminator.isEmpty)
+    #expect(try reader.next() == nil)
+  }
+
+  @Test("input split at every possible byte gives the same records")
+  func incremental() throws {
+    let text = "\u{FEFF}cep,\"x\"\r\n\"01,\"\"2\",b\n\"multi\r\nline\",ç\r\nlast,\"\""
+    let whole = try CSVReader.records(in: Array(text.utf8))
+    let bytes = Array(text.utf8)
+    for split in 0...bytes.count {
+      var reader = CSVReader()
+      var records: [CSVRecord] = []
+      reader.append(bytes[..<split])
+      while let record = try reader.next() { records.append(record) }
+      reader.append(bytes[split...])
+      reader.finish()
+      while let record = try reader.next() { records.append(record) }
+      #expect(records.map(\.fields) == whole.map(\.fields), "split at \(split)")
+    }
+  }
+
+  @Test("garbage is a typed error naming the line")
+  func garbage() {
+    #expect(throws: CSVError(reason: .unterminatedQuote, line: 2)) {
+      try fields("a\n\"open,b\nc\n")
+    }
+    #expect(throws: CSVError(reason: .characterAfterClosingQuote, line: 1)) {
+      try fields("\"a\"b,c\n")
+    }
+    #expect(throws: CSVError(reason: .invalidUTF8, line: 1)) {
+      try CSVReader.records(in: [0x61, 0xFF, 0xFE, 0x0A])
+    }
+  }
+
+  @Test("a record longer than the cap is refused instead of buffered without end")
+  func recordCap() {
+    var reader = CSVReader(maxRecordBytes: 1_000)
+    reader.append(Array(repeating: UInt8(ascii: "a"), count: 5_000))
+    #expect(throws: CSVError(reason: .recordTooLong(limit: 1_000), line: 1)) { try reader.next() }
+  }
+}
+
+@Suite("Batch planning")
+struct BatchPlanTests {
+  @Test("malformed inputs get no slot, duplicates are sent once, order is first-seen")
+  func plan() {
+    let plan = BatchPlan(
+      inputs: ["01001-000", "bad", "01001000", "20040-002", " 01001000 ", ""], chunkSize: 500)
+    #expect(plan.slots == ["01001000", nil, "01001000", "20040002", "01001000", nil])
+    #expect(plan.distinct == ["01001000", "20040002"])
+    #expect(plan.chunks == [["01001000", "20040002"]])
+  }
+
+  @Test("distinct CEPs are cut into chunks of the batch size")
+  func chunks() {
+    let inputs = (0..<1_234).map { String(format: "%08d", 10_000_000 + $0) }
+    let plan = BatchPlan(inputs: inputs + inputs, chunkSize: 500)
+    #expect(plan.chunks.map(\.count) == [500, 500, 234])
+    #expect(Set(plan.chunks.joined()).count == 1_234)
+  }
+
+  @Test("rows are matched by their own cep column, never by position")
+  func matchesByCEP() throws {
+    let body = """
+      uf,cep,localidade,logradouro
+      RJ,20040-002,Rio de Janeiro,Avenida Rio Branco
+      SP,99999999,Nowhere,Not asked
+      SP,01001000,São Paulo,Praça da Sé
+      SP,01001000,Wrong duplicate,Ignored
+      ,02000000,,
+      """
+    let found = try Client.decodeBatchRows(
+      Data(body.utf8), requested: ["01001000", "20040002", "02000000"])
+    #expect(found.count == 2)
+    #expect(found["01001000"]?.logradouro == "Praça da Sé")
+    #expect(found["20040002"]?.uf == "RJ")
+    #expect(found["02000000"] == nil)
+    #expect(found["99999999"] == nil)
+  }
+}
