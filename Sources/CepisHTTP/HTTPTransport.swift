@@ -104,10 +104,14 @@ private final class Exchange: @unchecked Sendable {
       state.continuation = nil
       return waiting
     }
-    if case .failure = outcome {
-      task.cancel()
-    }
     continuation?.resume(with: outcome)
+    if case .failure = outcome {
+      // On Linux `cancel()` waits for FoundationNetworking's work queue, which every session
+      // in the process shares and which a peer flooding a body can keep busy for seconds.
+      // The caller has already been resumed; the cancel happens off any caller's thread.
+      let task = self.task
+      DispatchQueue.global().async { task.cancel() }
+    }
   }
 
   func received(response: URLResponse) {

@@ -134,7 +134,8 @@ struct HTTPResponseTests {
   @Test("content types and HTML sniffing")
   func contentTypes() {
     let json = HTTPResponse(
-      status: 200, headers: ["content-type": "Application/JSON; charset=utf-8"], body: Data("{}".utf8))
+      status: 200, headers: ["content-type": "Application/JSON; charset=utf-8"],
+      body: Data("{}".utf8))
     #expect(json.isJSON)
     #expect(json.mediaType == "application/json")
     let portal = HTTPResponse(

@@ -13,7 +13,10 @@ struct CSVReaderTests {
   func rfc4180() throws {
     #expect(try fields("a,b\n1,2\n") == [["a", "b"], ["1", "2"]])
     #expect(try fields("a,b\r\n1,2") == [["a", "b"], ["1", "2"]])
-    #expect(try fields("\u{FEFF}cep,x\n\"a,b\",\"say \"\"hi\"\"\"\n") == [["cep", "x"], ["a,b", "say \"hi\""]])
+    #expect(
+      try fields("\u{FEFF}cep,x\n\"a,b\",\"say \"\"hi\"\"\"\n") == [
+        ["cep", "x"], ["a,b", "say \"hi\""],
+      ])
     #expect(try fields("x,\"line1\nline2\",y\n") == [["x", "line1\nline2", "y"]])
     #expect(try fields("a,,\n") == [["a", "", ""]])
     #expect(try fields("\n") == [[""]])

@@ -66,7 +66,10 @@ struct DecodingTests {
       from: Data(
         #"{"ok":true,"status":"ok","dne":"2026-11","ceps":1234567,"base_gerada_em":"2026-11-15"}"#
           .utf8))
-    #expect(ok == Health(ok: true, status: "ok", dne: "2026-11", ceps: 1_234_567, baseGeradaEm: "2026-11-15"))
+    #expect(
+      ok
+        == Health(
+          ok: true, status: "ok", dne: "2026-11", ceps: 1_234_567, baseGeradaEm: "2026-11-15"))
     let degraded = try JSONDecoder().decode(
       Health.self, from: Data(#"{"ok":"false","ceps":"12"}"#.utf8))
     #expect(!degraded.ok)

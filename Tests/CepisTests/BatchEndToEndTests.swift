@@ -1,0 +1,110 @@
+import CepisMock
+import Foundation
+import Testing
+
+@testable import Cepis
+
+@Suite("lookupMany against CepisMock")
+struct BatchEndToEndTests {
+  /// Existing sample CEPs, some masked, with one that does not exist and one malformed.
+  func inputs(_ server: MockServer) -> [String] {
+    let sample = Array(server.dataset.sampleCEPs.prefix(40))
+    var inputs = sample.enumerated().map { index, cep in
+      index.isMultiple(of: 2) ? "\(cep.prefix(5))-\(cep.suffix(3))" : cep
+    }
+    inputs.insert("00000001", at: 3)
+    inputs.insert("not-a-cep", at: 7)
+    return inputs
+  }
+
+  func expected(_ server: MockServer, _ inputs: [String]) -> [Address?] {
+    inputs.map { input in
+      (try? normalizeCEP(input)).flatMap { expectedAddress(server, $0, withGeo: false) }
+    }
+  }
+
+  @Test(
+    "rows are matched by CEP whatever the server does to them",
+    arguments: [
+      [MockFault.normal], [.csvReordered], [.csvOmitMissing], [.csvDuplicatedRows],
+      [.csvMaskedCEPs], [.csvColumnsShuffled], [.csvBOM], [.csvExtraRows], [.csvCRLF],
+      [.csvBOM, .csvReordered, .csvColumnsShuffled, .csvExtraRows, .csvCRLF, .csvMaskedCEPs],
+    ])
+  func rowFaults(modes: [MockFault]) async throws {
+    try await withMockServer { server in
+      server.setMode(.csv, modes)
+      let inputs = inputs(server)
+      let result = try await fastClient(server).lookupMany(inputs)
+      #expect(result == expected(server, inputs))
+      #expect(result.allSatisfy { $0?.geo == nil })
+      #expect(requests(server, on: .csv).count == 1)
+    }
+  }
+
+  @Test("duplicates are sent once, malformed CEPs never, in ⌈distinct / 500⌉ requests")
+  func minimalRequests() async throws {
+    try await withMockServer { server in
+      var inputs: [String] = []
+      for index in 0..<1_200 {
+        let cep = String(10_000_000 + index * 7)
+        inputs.append(index.isMultiple(of: 3) ? "\(cep.prefix(5))-\(cep.suffix(3))" : cep)
+      }
+      inputs += inputs.prefix(400)  // duplicates, masked and not
+      inputs += ["12", "abcdefgh", "0100100O"]  // malformed
+      let result = try await fastClient(server).lookupMany(inputs)
+      #expect(result.count == inputs.count)
+      #expect(result == expected(server, inputs))
+      let sent = requests(server, on: .csv)
+      #expect(sent.count == 3)  // 1,200 distinct → 500 + 500 + 200
+      let queried = sent.flatMap {
+        ($0.queryItems["ceps"] ?? "").split(separator: ",").map(String.init)
+      }
+      #expect(queried.count == 1_200)
+      #expect(Set(queried).count == 1_200)
+      #expect(queried.allSatisfy { $0.utf8.count == 8 && $0.allSatisfy(\.isASCII) })
+    }
+  }
+
+  @Test("nothing valid means nothing sent")
+  func nothingValid() async throws {
+    try await withMockServer { server in
+      let result = try await fastClient(server).lookupMany(["", "x", "123"])
+      #expect(result == [nil, nil, nil])
+      let answer = try await fastClient(server).lookupMany([])
+      #expect(answer == [])
+      #expect(server.requests.isEmpty)
+    }
+  }
+
+  @Test("a failing chunk is retried, and exhausted it throws")
+  func chunkFailure() async throws {
+    try await withMockServer { server in
+      server.script(.csv, [.status(503), .resetBeforeHeaders])
+      let inputs = inputs(server)
+      let answer = try await fastClient(server).lookupMany(inputs)
+      #expect(answer == expected(server, inputs))
+      server.script(.csv, Array(repeating: .status(502), count: 5))
+      await #expect {
+        try await fastClient(server, maxAttempts: 2).lookupMany(inputs)
+      } throws: { error in
+        guard case .serverError(_, 502) = error as? CepisError else { return false }
+        return true
+      }
+    }
+  }
+
+  @Test("an HTML page or a CSV of the wrong shape is invalidResponse")
+  func wrongAnswers() async throws {
+    try await withMockServer { server in
+      for fault in [MockFault.htmlPortal, .wrongShapeJSON, .invalidUTF8] {
+        server.script(.csv, [fault])
+        await #expect {
+          try await fastClient(server).lookupMany(["01001000"])
+        } throws: { error in
+          guard case .invalidResponse = error as? CepisError else { return false }
+          return true
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,353 @@
+import CepisMock
+import Foundation
+import Testing
+
+@testable import Cepis
+
+@Suite("lookup against CepisMock")
+struct LookupEndToEndTests {
+  @Test("returns the server's address for a masked CEP, with geo, and sends the documented headers")
+  func success() async throws {
+    try await withMockServer { server in
+      let address = try await fastClient(server).lookup("01001-000")
+      #expect(address == expectedAddress(server, "01001000"))
+      #expect(address.logradouro.contains("Praça da Sé"))
+      let sent = try #require(requests(server, on: .cep).first)
+      #expect(sent.path.hasSuffix("/01001000"))
+      #expect(sent.headers["user-agent"] == "cepis-swift/\(Client.version) (+https://cep.is)")
+      #expect(sent.headers["accept"] == "application/json, text/csv;q=0.9, */*;q=0.1")
+    }
+  }
+
+  @Test("every sample address round-trips exactly, with and without geo")
+  func sampleAddresses() async throws {
+    try await withMockServer { server in
+      let client = fastClient(server)
+      let ceps = Array(server.dataset.sampleCEPs.prefix(60))
+      #expect(ceps.count == 60)
+      for cep in ceps {
+        let answer = try await client.lookup(cep)
+        #expect(answer == expectedAddress(server, cep))
+      }
+    }
+  }
+
+  @Test("a malformed CEP throws invalidCEP and sends nothing")
+  func malformedSendsNothing() async throws {
+    try await withMockServer { server in
+      let client = fastClient(server)
+      for bad in ["1234", "01001-00a", "01001000/../health", "٠١٠٠١٠٠٠"] {
+        await #expect(throws: CepisError.self) { try await client.lookup(bad) }
+      }
+      #expect(server.requests.isEmpty)
+    }
+  }
+
+  @Test("404 is cepNotFound and is not retried")
+  func notFound() async throws {
+    try await withMockServer { server in
+      let missing = "00000001"
+      #expect(server.dataset.address(for: missing) == nil)
+      await #expect(throws: CepisError.cepNotFound(missing)) {
+        try await fastClient(server).lookup(missing)
+      }
+      #expect(requests(server, on: .cep).count == 1)
+    }
+  }
+
+  @Test("400 is invalidCEP carrying the API's mensagem, not retried")
+  func badRequest() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.status(400, body: #"{"mensagem":"CEP bloqueado para consulta"}"#)])
+      await #expect(throws: CepisError.invalidCEP("CEP bloqueado para consulta")) {
+        try await fastClient(server).lookup("01001000")
+      }
+      #expect(requests(server, on: .cep).count == 1)
+    }
+  }
+
+  @Test("503, 503, then success: three attempts and the right address")
+  func retriesServerErrors() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.status(503), .status(503)])
+      let address = try await fastClient(server).lookup("01001000")
+      #expect(address == expectedAddress(server, "01001000"))
+      #expect(requests(server, on: .cep).count == 3)
+    }
+  }
+
+  @Test("503 on every attempt: serverError(503) after exactly maxAttempts requests")
+  func serverErrorExhausted() async throws {
+    try await withMockServer { server in
+      server.script(.cep, Array(repeating: .status(503), count: 10))
+      await #expect {
+        try await fastClient(server, maxAttempts: 4).lookup("01001000")
+      } throws: { error in
+        guard case .serverError(_, 503) = error as? CepisError else { return false }
+        return (error as? CepisError)?.isRetriable == true
+      }
+      #expect(requests(server, on: .cep).count == 4)
+    }
+  }
+
+  @Test("429 with Retry-After in seconds: the next attempt waits for it")
+  func retryAfterSeconds() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.status(429, retryAfter: "1")])
+      let client = fastClient(server, backoffMax: 5)
+      _ = try await client.lookup("01001000")
+      let log = requests(server, on: .cep)
+      #expect(log.count == 2)
+      let gap = log[1].arrival.timeIntervalSince(log[0].arrival)
+      #expect(gap >= 0.95, "gap was \(gap)")
+    }
+  }
+
+  @Test("429 with Retry-After as an HTTP-date: the next attempt waits until then")
+  func retryAfterDate() async throws {
+    try await withMockServer { server in
+      // Two seconds ahead, rounded to whole seconds by the format: at least one second away.
+      server.script(.cep, [.status(429, retryAfter: imfFixdate(Date().addingTimeInterval(2)))])
+      _ = try await fastClient(server, backoffMax: 5).lookup("01001000")
+      let log = requests(server, on: .cep)
+      #expect(log.count == 2)
+      let gap = log[1].arrival.timeIntervalSince(log[0].arrival)
+      #expect(gap >= 0.9, "gap was \(gap)")
+    }
+  }
+
+  @Test("Retry-After: 3600 is capped by backoffMax")
+  func retryAfterCapped() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.status(503, retryAfter: "3600")])
+      let (_, elapsed) = try await measure {
+        try await fastClient(server, backoffMax: 0.2).lookup("01001000")
+      }
+      #expect(requests(server, on: .cep).count == 2)
+      #expect(elapsed < 3, "took \(elapsed) s")
+    }
+  }
+
+  @Test("429 on every attempt: rateLimited carrying the last Retry-After")
+  func rateLimitedExhausted() async throws {
+    try await withMockServer { server in
+      server.script(.cep, Array(repeating: .status(429, retryAfter: "0"), count: 5))
+      await #expect {
+        try await fastClient(server, maxAttempts: 2).lookup("01001000")
+      } throws: { error in
+        guard case .rateLimited(_, let retryAfter) = error as? CepisError else { return false }
+        return retryAfter == 0
+      }
+      #expect(requests(server, on: .cep).count == 2)
+    }
+  }
+
+  @Test("a reset connection is retried; reset on every attempt is networkError")
+  func reset() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.resetBeforeHeaders, .resetAfterHeaders])
+      let answer = try await fastClient(server).lookup("01001000")
+      #expect(answer == expectedAddress(server, "01001000"))
+      server.clearLog()
+      server.script(.cep, Array(repeating: .resetBeforeHeaders, count: 3))
+      await #expect {
+        try await fastClient(server).lookup("01001000")
+      } throws: { error in
+        guard case .networkError = error as? CepisError else { return false }
+        return true
+      }
+      #expect(requests(server, on: .cep).count == 3)
+    }
+  }
+
+  @Test("a body shorter than its Content-Length is a network failure, retried")
+  func truncatedBody() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.truncatedBody])
+      let answer = try await fastClient(server).lookup("01001000")
+      #expect(answer == expectedAddress(server, "01001000"))
+      #expect(requests(server, on: .cep).count == 2)
+      server.script(.cep, Array(repeating: .truncatedBody, count: 3))
+      await #expect {
+        try await fastClient(server).lookup("01001000")
+      } throws: { error in
+        guard case .networkError = error as? CepisError else { return false }
+        return true
+      }
+    }
+  }
+
+  @Test("slow headers: a sub-second timeout fires on time")
+  func slowHeaders() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.delayHeaders(3)])
+      let client = fastClient(server, timeout: 0.3, maxAttempts: 1)
+      let (result, elapsed) = await measure {
+        await #expect(throws: CepisError.self) { try await client.lookup("01001000") }
+      }
+      _ = result
+      #expect(elapsed < 2, "took \(elapsed) s")
+      #expect(elapsed >= 0.25, "took \(elapsed) s")
+    }
+  }
+
+  @Test("a sub-second timeout lets a 0.3 s answer through")
+  func subSecondTimeoutAllowsAnswer() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.delayHeaders(0.3)])
+      let client = fastClient(server, timeout: 0.9, maxAttempts: 1)
+      let answer = try await client.lookup("01001000")
+      #expect(answer == expectedAddress(server, "01001000"))
+    }
+  }
+
+  @Test("a body dribbled a byte at a time cannot outlive totalTimeout")
+  func dribbledBody() async throws {
+    try await withMockServer { server in
+      server.script(.cep, Array(repeating: .dribble(gap: 0.05), count: 5))
+      let client = fastClient(server, timeout: 30, maxAttempts: 3, totalTimeout: 1)
+      let (_, elapsed) = await measure {
+        await #expect {
+          try await client.lookup("01001000")
+        } throws: { error in
+          guard case .networkError = error as? CepisError else { return false }
+          return true
+        }
+      }
+      #expect(elapsed < 2.5, "took \(elapsed) s")
+      #expect(elapsed >= 0.9, "took \(elapsed) s")
+    }
+  }
+
+  @Test("an HTML captive portal with status 200 is invalidResponse, not retried")
+  func htmlPortal() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.htmlPortal])
+      await #expect {
+        try await fastClient(server).lookup("01001000")
+      } throws: { error in
+        guard case .invalidResponse(let message) = error as? CepisError else { return false }
+        return message.contains("HTML") && message.count < 300
+      }
+      #expect(requests(server, on: .cep).count == 1)
+    }
+  }
+
+  @Test("JSON of the wrong shape is invalidResponse")
+  func wrongShape() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.wrongShapeJSON])
+      await #expect {
+        try await fastClient(server).lookup("01001000")
+      } throws: { error in
+        guard case .invalidResponse = error as? CepisError else { return false }
+        return true
+      }
+    }
+  }
+
+  @Test("an oversized body is invalidResponse, never unbounded memory")
+  func oversized() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.oversizedBody(bytes: 64 << 20)])
+      let (_, elapsed) = await measure {
+        await #expect {
+          try await fastClient(server).lookup("01001000")
+        } throws: { error in
+          guard case .invalidResponse(let message) = error as? CepisError else { return false }
+          return message.contains("larger than")
+        }
+      }
+      #expect(elapsed < 10)
+    }
+  }
+
+  @Test("an endless chunked body ends in a typed error within the deadline")
+  func endlessChunked() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.endlessChunked])
+      let client = fastClient(server, timeout: 2, maxAttempts: 1)
+      await #expect {
+        try await client.lookup("01001000")
+      } throws: { error in
+        guard let error = error as? CepisError else { return false }
+        switch error {
+        case .invalidResponse, .networkError: return true
+        default: return false
+        }
+      }
+    }
+  }
+
+  @Test("cancelling the task ends an in-flight request at once")
+  func cancelInFlight() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.delayHeaders(5)])
+      let client = fastClient(server)
+      let task = Task { try await client.lookup("01001000") }
+      try await Task.sleep(nanoseconds: 200_000_000)
+      let start = Date()
+      task.cancel()
+      await #expect(throws: CancellationError.self) { try await task.value }
+      #expect(Date().timeIntervalSince(start) < 1)
+    }
+  }
+
+  @Test("cancelling the task ends a backoff sleep at once")
+  func cancelDuringBackoff() async throws {
+    try await withMockServer { server in
+      server.script(.cep, [.status(503, retryAfter: "30")])
+      let client = fastClient(server, backoffMax: 60)
+      let task = Task { try await client.lookup("01001000") }
+      try await Task.sleep(nanoseconds: 300_000_000)
+      let start = Date()
+      task.cancel()
+      await #expect(throws: CancellationError.self) { try await task.value }
+      #expect(Date().timeIntervalSince(start) < 1)
+      #expect(requests(server, on: .cep).count == 1)
+    }
+  }
+
+  @Test("a refused connection is networkError after every attempt")
+  func refused() async throws {
+    let server = MockServer(configuration: .init())
+    try await server.start()
+    let url = server.baseURL
+    await server.stop()
+    let client = Client(baseURL: url, maxAttempts: 2, backoffBase: 0.01, backoffMax: 0.01)
+    await #expect {
+      try await client.lookup("01001000")
+    } throws: { error in
+      guard case .networkError = error as? CepisError else { return false }
+      return true
+    }
+  }
+
+  @Test("trailing slashes are stripped and a path prefix is kept")
+  func baseURLShapes() async throws {
+    try await withMockServer { server in
+      for suffix in ["/", "///", "/api", "/api/"] {
+        let base = try #require(URL(string: server.baseURL.absoluteString + suffix))
+        let client = Client(baseURL: base, backoffBase: 0.01)
+        let answer = try await client.lookup("01001000").cep
+        #expect(answer == "01001000")
+      }
+      let paths = requests(server, on: .cep).map(\.path)
+      #expect(paths == ["/01001000", "/01001000", "/api/01001000", "/api/01001000"])
+    }
+  }
+
+  @Test("health: ok, and degraded (503) arrives as a value without retries")
+  func health() async throws {
+    try await withMockServer { server in
+      let client = fastClient(server)
+      let ok = try await client.health()
+      #expect(ok.ok)
+      #expect(!ok.dne.isEmpty)
+      server.setDegraded(true)
+      let degraded = try await client.health()
+      #expect(!degraded.ok)
+      #expect(requests(server, on: .health).count == 2)
+    }
+  }
+}

@@ -1,0 +1,75 @@
+import CepisMock
+import Foundation
+
+@testable import Cepis
+
+/// Starts a CepisMock server on 127.0.0.1 (port 0), runs `body`, and always stops it.
+func withMockServer<T>(
+  _ configuration: MockServer.Configuration = .init(),
+  _ body: (MockServer) async throws -> T
+) async throws -> T {
+  let server = MockServer(configuration: configuration)
+  try await server.start()
+  do {
+    let result = try await body(server)
+    await server.stop()
+    return result
+  } catch {
+    await server.stop()
+    throw error
+  }
+}
+
+/// A client pointed at `server` with fast backoff, so retry tests stay quick.
+func fastClient(
+  _ server: MockServer,
+  timeout: TimeInterval = 5,
+  maxAttempts: Int = 3,
+  backoffBase: TimeInterval = 0.01,
+  backoffMax: TimeInterval = 0.05,
+  totalTimeout: TimeInterval? = nil,
+  retryBudget: RetryBudget? = .standard
+) -> Client {
+  Client(
+    baseURL: server.baseURL, timeout: timeout, maxAttempts: maxAttempts,
+    backoffBase: backoffBase, backoffMax: backoffMax, totalTimeout: totalTimeout,
+    retryBudget: retryBudget)
+}
+
+/// The requests the server logged on one route.
+func requests(_ server: MockServer, on route: MockRoute) -> [MockRequestRecord] {
+  server.requests.filter { $0.route == route }
+}
+
+/// The truth for `cep`, as the mock serves it, converted to the client's type.
+func expectedAddress(_ server: MockServer, _ cep: String, withGeo: Bool = true) -> Address? {
+  guard let truth = server.dataset.address(for: cep) else { return nil }
+  return Address(
+    cep: truth.cep, logradouro: truth.logradouro, complemento: truth.complemento,
+    bairro: truth.bairro, localidade: truth.localidade, uf: truth.uf, ibge: truth.ibge,
+    geo: withGeo
+      ? truth.geo.map { Geo(lat: $0.lat, lon: $0.lon, raioM: $0.raioM, precisao: $0.precisao) }
+      : nil)
+}
+
+/// Seconds elapsed while running `body`.
+func measure<T>(_ body: () async throws -> T) async rethrows -> (T, TimeInterval) {
+  let start = Date()
+  let value = try await body()
+  return (value, Date().timeIntervalSince(start))
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for `date`, built by hand so the test
+/// does not depend on the parser under test or on locale-sensitive formatters.
+func imfFixdate(_ date: Date) -> String {
+  var calendar = Calendar(identifier: .gregorian)
+  calendar.timeZone = TimeZone(identifier: "GMT") ?? .current
+  let parts = calendar.dateComponents(
+    [.year, .month, .day, .hour, .minute, .second, .weekday], from: date)
+  let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+  let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+  return String(
+    format: "%@, %02d %@ %04d %02d:%02d:%02d GMT", days[(parts.weekday ?? 1) - 1],
+    parts.day ?? 1, months[(parts.month ?? 1) - 1], parts.year ?? 1970, parts.hour ?? 0,
+    parts.minute ?? 0, parts.second ?? 0)
+}
