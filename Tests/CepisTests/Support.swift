@@ -73,3 +73,12 @@ func imfFixdate(_ date: Date) -> String {
     parts.day ?? 1, months[(parts.month ?? 1) - 1], parts.year ?? 1970, parts.hour ?? 0,
     parts.minute ?? 0, parts.second ?? 0)
 }
+
+/// Waits (up to 10 s) until the server has logged `count` requests on `route`.
+func waitForRequests(_ server: MockServer, on route: MockRoute, count: Int) async throws {
+  let deadline = Date().addingTimeInterval(10)
+  while requests(server, on: route).count < count {
+    guard Date() < deadline else { throw CepisError.networkError(message: "request never arrived") }
+    try await Task.sleep(nanoseconds: 10_000_000)
+  }
+}
