@@ -122,7 +122,7 @@ public struct CPFClient: Sendable {
     session: URLSession,
     retryBudget: RetryBudget?,
     environment: [String: String],
-    httpEnvironment: HTTPEnvironment
+    httpEnvironment: HTTPEnvironment = .live
   ) {
     self.apiKey = APIKey(apiKey ?? environment[Self.apiKeyEnvironmentVariable])
     var text = baseURL.absoluteString
@@ -296,7 +296,7 @@ public struct CPFClient: Sendable {
 
   /// Whether `host` is a loopback name or address: `localhost`, `127.0.0.0/8` in strict
   /// dotted-quad form, or `::1` (also written in full, or IPv4-mapped `::ffff:127.x.y.z`).
-  static func isLoopback(host: String) -> Bool {
+  package static func isLoopback(host: String) -> Bool {
     var name = host.lowercased()
     if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
     if name.hasSuffix(".") { name.removeLast() }
