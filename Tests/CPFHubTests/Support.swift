@@ -9,6 +9,7 @@ let testKey = "sk_test_9f8e7d6c5b4a-SECRET"
 
 /// Starts a mock server, runs `body`, and stops the server whatever happens.
 func withServer<T>(
+  isolation: isolated (any Actor)? = #isolation,
   _ body: (MockServer) async throws -> T
 ) async throws -> T {
   let server = MockServer(configuration: .init(cpfAPIKeys: [testKey]))
