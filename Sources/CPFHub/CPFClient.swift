@@ -271,7 +271,8 @@ public struct CPFClient: Sendable {
   private static func requireJSON(_ response: HTTPResponse) throws {
     if response.looksLikeHTML {
       throw CPFHubError.invalidResponse(
-        reason: "expected JSON, got an HTML page (HTTP \(response.status); captive portal or proxy?)"
+        reason:
+          "expected JSON, got an HTML page (HTTP \(response.status); captive portal or proxy?)"
       )
     }
     if let type = response.mediaType, !response.isJSON, type != "text/plain" {

@@ -28,8 +28,7 @@ extension CPFClient {
       capacity: 500, retryCost: 5, timeoutRetryCost: 10, successRefund: 1)
 
     /// Creates a budget; negative numbers count as zero.
-    public init(capacity: Int, retryCost: Int, timeoutRetryCost: Int = 10, successRefund: Int = 1)
-    {
+    public init(capacity: Int, retryCost: Int, timeoutRetryCost: Int = 10, successRefund: Int = 1) {
       self.capacity = max(0, capacity)
       self.retryCost = max(0, retryCost)
       self.timeoutRetryCost = max(0, timeoutRetryCost)
