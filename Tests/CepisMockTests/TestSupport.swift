@@ -75,7 +75,7 @@ final class RawClient {
     var offset = 0
     while offset < bytes.count {
       let sent = bytes[offset...].withUnsafeBytes {
-        Glibc_send(fd, $0.baseAddress, $0.count, flags)
+        systemSend(fd, $0.baseAddress, $0.count, flags)
       }
       if sent <= 0 { return }
       offset += sent
@@ -150,7 +150,7 @@ final class RawClient {
   }
 }
 
-private func Glibc_send(
+private func systemSend(
   _ fd: Int32, _ pointer: UnsafeRawPointer?, _ count: Int, _ flags: Int32
 ) -> Int {
   send(fd, pointer, count, flags)
