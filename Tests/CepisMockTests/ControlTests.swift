@@ -53,7 +53,8 @@ extension MockTests {
 
         let mode = try postJSON(server, "/__mock/mode", #"{"route":"cep","faults":"html"}"#)
         #expect(mode.status == 200)
-        #expect(try fetch(server, "/01001000").headers["content-type"]?.hasPrefix("text/html") == true)
+        #expect(
+          try fetch(server, "/01001000").headers["content-type"]?.hasPrefix("text/html") == true)
         #expect(try postJSON(server, "/__mock/mode", #"{"route":"cep","faults":[]}"#).status == 200)
         #expect(try fetch(server, "/01001000").status == 200)
 
@@ -63,7 +64,9 @@ extension MockTests {
         #expect(try postJSON(server, "/__mock/reset", "").status == 200)
         #expect(try fetch(server, "/health").status == 200)
 
-        for body in [#"{"route":"nope","faults":[]}"#, "not json", #"{"route":"cep","faults":["bogus"]}"#] {
+        for body in [
+          #"{"route":"nope","faults":[]}"#, "not json", #"{"route":"cep","faults":["bogus"]}"#,
+        ] {
           #expect(try postJSON(server, "/__mock/script", body).status == 400)
         }
         #expect(try postJSON(server, "/__mock/degraded", "{}").status == 400)
@@ -77,7 +80,8 @@ extension MockTests {
         _ = try fetch(server, "/api/01001000?a=b", headers: ["X-Test": "1"])
         let response = try fetch(server, "/__mock/requests")
         #expect(response.status == 200)
-        let log = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]])
+        let log = try #require(
+          try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]])
         #expect(log.count == 2)
         #expect(log[0]["path"] as? String == "/api/01001000")
         #expect(log[0]["query"] as? String == "a=b")
