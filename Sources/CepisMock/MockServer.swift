@@ -51,7 +51,7 @@ public final class MockServer: Sendable {
     public init(
       port: Int = 0, dataset: MockDataset = .sample, cpfAPIKeys: Set<String> = ["test-key"],
       chaos: MockChaos? = nil, degraded: Bool = false, maxConnections: Int = 256,
-      idleTimeout: TimeInterval = 15, maxDribbleBytes: Int = 4_096, maxLogEntries: Int = 100_000,
+      idleTimeout: TimeInterval = 15, maxDribbleBytes: Int = 1_024, maxLogEntries: Int = 100_000,
       parserLimits: MockHTTPRequest.Limits = MockHTTPRequest.Limits()
     ) {
       self.port = port
@@ -316,28 +316,28 @@ final class ServerCore: Sendable {
 
   func stop() {
     stopping.withLock { _ in
-      let snapshot = state.withLock { state -> (ThreadHandle?, [Int32], Int32)? in
-        guard state.phase == .running else {
-          state.phase = .stopped
-          return nil
-        }
-        state.phase = .stopped
-        return (state.acceptThread, Array(state.connections.values), state.wakeWrite)
+      // Shut the connections down while holding the lock: a connection thread deregisters
+      // its descriptor under the same lock before closing it, so every number shut down here
+      // still belongs to this server (never to a reused descriptor).
+      let snapshot = state.withLock { state -> (ThreadHandle?, Int32)? in
+        defer { state.phase = .stopped }
+        guard state.phase == .running else { return nil }
+        for fd in state.connections.values { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        return (state.acceptThread, state.wakeWrite)
       }
-      guard let (acceptThread, connections, wakeWrite) = snapshot else { return }
+      guard let (acceptThread, wakeWrite) = snapshot else { return }
       var byte: UInt8 = 1
       _ = write(wakeWrite, &byte, 1)
-      for fd in connections { _ = shutdown(fd, Int32(SHUT_RDWR)) }
       if let acceptThread { joinThread(acceptThread) }
-      // The accept thread is gone, so no connection can be added any more; shut down the
-      // ones registered since the snapshot and join every connection thread.
-      let (late, threads) = state.withLock { state in
-        let result = (Array(state.connections.values), Array(state.threads.values))
+      // The accept thread is gone, so no connection can be added any more; shut down any
+      // registered since the snapshot and join every connection thread.
+      let threads = state.withLock { state in
+        for fd in state.connections.values { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        let threads = Array(state.threads.values)
         state.threads.removeAll()
         state.finishedThreads.removeAll()
-        return result
+        return threads
       }
-      for fd in late where !connections.contains(fd) { _ = shutdown(fd, Int32(SHUT_RDWR)) }
       for thread in threads { joinThread(thread) }
       state.withLock { state in
         _ = close(state.listenFD)
