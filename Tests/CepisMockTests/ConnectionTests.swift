@@ -243,3 +243,20 @@ extension MockTests {
     }
   }
 }
+
+extension MockTests.ConnectionTests {
+  @Test func expectContinue() async throws {
+    try await withServer { server async throws in
+      let client = try RawClient(port: server.port)
+      let body = #"{"route":"cep","faults":["503"]}"#
+      client.send(
+        "POST /__mock/script HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+          + "Content-Length: \(body.utf8.count)\r\n\r\n")
+      let interim = try client.readResponse()
+      #expect(interim.status == 100)
+      client.send(body)
+      #expect(try client.readResponse().status == 200)
+      #expect(try fetch(server, "/01001000").status == 503)
+    }
+  }
+}
