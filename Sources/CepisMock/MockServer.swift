@@ -249,8 +249,8 @@ struct DescriptorIdentity: Hashable, Sendable {
     var info = stat()
     guard fstat(fd, &info) == 0 else { return nil }
     self.fd = fd
-    self.device = UInt64(info.st_dev)
-    self.inode = UInt64(info.st_ino)
+    self.device = UInt64(truncatingIfNeeded: info.st_dev)
+    self.inode = UInt64(truncatingIfNeeded: info.st_ino)
   }
 }
 

@@ -140,7 +140,7 @@ extension MockTests {
         let results = try await withThrowingTaskGroup(of: (String, MockAddress).self) { group in
           for cep in ceps {
             group.addTask {
-              let (data, _) = try await session.data(from: base.appendingPathComponent(cep))
+              let (data, _) = try await download(session, base.appendingPathComponent(cep))
               return (cep, try JSONDecoder().decode(MockAddress.self, from: data))
             }
           }
