@@ -16,8 +16,9 @@ public enum MockRoute: String, Sendable, CaseIterable, Codable {
 ///
 /// Faults reach a route in three ways: queued with ``MockServer/script(_:_:)`` (one per request),
 /// persistently with ``MockServer/setMode(_:_:)``, or randomly with ``MockChaos``. When several
-/// apply to one request they are combined: modes first, then the scripted fault, then the chaos
-/// fault; a later fault that replaces the body or status wins over an earlier one.
+/// apply to one request they are combined: modes first, then the chaos fault, then the scripted
+/// fault; a later fault that replaces the body or status wins over an earlier one, while
+/// delivery faults (delay, dribble, truncation, resets, giant headers) and CSV faults add up.
 public enum MockFault: Sendable, Hashable {
   /// Answer with this HTTP status. `retryAfter` is the raw `Retry-After` header value (`"2"` or
   /// an HTTP-date); `body` replaces the default JSON error body.

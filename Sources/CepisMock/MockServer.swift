@@ -249,8 +249,8 @@ struct DescriptorIdentity: Hashable, Sendable {
     var info = stat()
     guard fstat(fd, &info) == 0 else { return nil }
     self.fd = fd
-    self.device = UInt64(info.st_dev)
-    self.inode = UInt64(info.st_ino)
+    self.device = UInt64(truncatingIfNeeded: info.st_dev)
+    self.inode = UInt64(truncatingIfNeeded: info.st_ino)
   }
 }
 
@@ -514,11 +514,13 @@ final class ServerCore: Sendable {
     var chunk = [UInt8](repeating: 0, count: 16_384)
     let idleMilliseconds = Int32(max(1, min(configuration.idleTimeout * 1_000, 86_400_000)))
     var mustParse = false
+    var continueSent = false
     while true {
       if mustParse && !buffer.isEmpty {
         switch MockHTTPRequest.parse(buffer, limits: configuration.parserLimits) {
         case .complete(let request, let consumed):
           buffer.removeFirst(consumed)
+          continueSent = false
           let end = respond(to: request, fd: fd, wake: wake)
           if end != .keepAlive { return end }
           continue
@@ -530,6 +532,12 @@ final class ServerCore: Sendable {
           return .close
         case .incomplete:
           mustParse = false
+          if !continueSent && expectsContinue(buffer) {
+            continueSent = true
+            guard Sockets.sendAll(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else {
+              return .close
+            }
+          }
         }
       }
       switch Sockets.waitReadable(fd, wake: wake, timeoutMilliseconds: idleMilliseconds) {
@@ -542,6 +550,19 @@ final class ServerCore: Sendable {
       buffer.append(contentsOf: chunk[0..<count])
       mustParse = true
     }
+  }
+
+  /// Whether the buffer holds a complete head with `Expect: 100-continue` (its body is still
+  /// to come): curl and URLSession wait for `100 Continue` before sending larger bodies.
+  private func expectsContinue(_ buffer: [UInt8]) -> Bool {
+    let terminator: [UInt8] = [13, 10, 13, 10]
+    guard buffer.count >= 4,
+      let end = (0...(buffer.count - 4)).first(where: {
+        buffer[$0..<($0 + 4)].elementsEqual(terminator)
+      })
+    else { return false }
+    let head = String(decoding: buffer[0..<end], as: UTF8.self).lowercased()
+    return head.contains("\nexpect: 100-continue")
   }
 
   /// Logs the request, picks its faults, builds and sends the answer.
@@ -561,15 +582,16 @@ final class ServerCore: Sendable {
         state.log.removeFirst(max(state.log.count - maxLog, maxLog / 2))
       }
       guard let route else { return ([], state.degraded) }
+      // Modes, then chaos, then the scripted fault: the most explicit one is applied last.
       var faults = state.modes[route] ?? []
-      if var queue = state.scripts[route], !queue.isEmpty {
-        faults.append(queue.removeFirst())
-        state.scripts[route] = queue
-      }
       if let chaos {
         let index = state.chaosIndex
         state.chaosIndex += 1
         if let fault = chaos.fault(forRequestIndex: index) { faults.append(fault) }
+      }
+      if var queue = state.scripts[route], !queue.isEmpty {
+        faults.append(queue.removeFirst())
+        state.scripts[route] = queue
       }
       faults.removeAll { !$0.applies(to: route) }
       for fault in faults { state.faultCounts[fault.name, default: 0] += 1 }

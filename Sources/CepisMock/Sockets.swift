@@ -187,8 +187,3 @@ func joinThread(_ handle: ThreadHandle) {
     pthread_join(handle, nil)
   #endif
 }
-
-/// The calling thread's handle.
-func currentThread() -> ThreadHandle {
-  pthread_self()
-}

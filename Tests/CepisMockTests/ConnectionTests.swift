@@ -140,7 +140,7 @@ extension MockTests {
         let results = try await withThrowingTaskGroup(of: (String, MockAddress).self) { group in
           for cep in ceps {
             group.addTask {
-              let (data, _) = try await session.data(from: base.appendingPathComponent(cep))
+              let (data, _) = try await download(session, base.appendingPathComponent(cep))
               return (cep, try JSONDecoder().decode(MockAddress.self, from: data))
             }
           }
@@ -240,6 +240,23 @@ extension MockTests {
         #expect(after.fds <= before.fds)
         #expect(after.threads <= before.threads)
       #endif
+    }
+  }
+}
+
+extension MockTests.ConnectionTests {
+  @Test func expectContinue() async throws {
+    try await withServer { server async throws in
+      let client = try RawClient(port: server.port)
+      let body = #"{"route":"cep","faults":["503"]}"#
+      client.send(
+        "POST /__mock/script HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+          + "Content-Length: \(body.utf8.count)\r\n\r\n")
+      let interim = try client.readResponse()
+      #expect(interim.status == 100)
+      client.send(body)
+      #expect(try client.readResponse().status == 200)
+      #expect(try fetch(server, "/01001000").status == 503)
     }
   }
 }

@@ -179,7 +179,7 @@ extension MockTests {
         configuration.httpMaximumConnectionsPerHost = 64
         let session = URLSession(configuration: configuration)
         defer { session.invalidateAndCancel() }
-        let (data, response) = try await session.data(from: url)
+        let (data, response) = try await download(session, url)
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
         let address = try JSONDecoder().decode(MockAddress.self, from: data)
         #expect(address.cep == "01001000")

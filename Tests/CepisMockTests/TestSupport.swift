@@ -3,6 +3,10 @@ import Testing
 
 @testable import CepisMock
 
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -48,6 +52,9 @@ final class RawClient {
       setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
     #endif
     var address = sockaddr_in()
+    #if canImport(Darwin)
+      address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+    #endif
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
     address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
@@ -199,4 +206,17 @@ func processCounts() -> (fds: Int, threads: Int)? {
     let tasks = try? manager.contentsOfDirectory(atPath: "/proc/self/task")
   else { return nil }
   return (fds.count, tasks.count)
+}
+
+/// `URLSession.data(from:)` needs macOS 12; the package supports 10.15.
+func download(_ session: URLSession, _ url: URL) async throws -> (Data, URLResponse) {
+  try await withCheckedThrowingContinuation { continuation in
+    session.dataTask(with: url) { data, response, error in
+      if let data, let response {
+        continuation.resume(returning: (data, response))
+      } else {
+        continuation.resume(throwing: error ?? URLError(.unknown))
+      }
+    }.resume()
+  }
 }
