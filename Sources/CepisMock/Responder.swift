@@ -524,8 +524,11 @@ extension ServerCore {
     while sent < 2_147_483_648 {
       guard Sockets.sendAll(fd, piece) else { return }
       sent += piece.count
+      // Paced to about 16 MB/s (a fast real link) rather than loopback speed: on Linux,
+      // FoundationNetworking drives every URLSession in a process from one shared queue, and
+      // a loopback flood would stall every other test's requests, not just this client's.
       var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-      if poll(&fds, 1, 0) > 0 { return }
+      if poll(&fds, 1, 1) > 0 { return }
       if Date() > deadline { return }
     }
   }

@@ -180,7 +180,8 @@ struct EndToEndTests {
       _ = try await makeClient(server, backoffMax: 2).lookup(knownPerson(server).cpf)
       let elapsed = Date().timeIntervalSince(start)
       #expect(elapsed >= 0.9)
-      #expect(elapsed < 1.9)
+      // Capped by backoffMax (2 s) at most; a loaded machine only adds to the second.
+      #expect(elapsed < 5)
     }
   }
 
@@ -220,7 +221,7 @@ struct EndToEndTests {
 
   @Test func slowHeadersTimeOut() async throws {
     try await withServer { server in
-      server.script(.cpf, [.delayHeaders(0.6), .delayHeaders(0.6)])
+      server.script(.cpf, [.delayHeaders(10), .delayHeaders(10)])
       let client = makeClient(server, timeout: 0.2, maxAttempts: 2)
       let start = Date()
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
@@ -228,7 +229,8 @@ struct EndToEndTests {
         Issue.record("got \(String(describing: error))")
         return
       }
-      #expect(Date().timeIntervalSince(start) < 0.6)
+      // Two 0.2 s attempts against a 10 s delay: the deadline held if this is far below 10 s.
+      #expect(Date().timeIntervalSince(start) < 5)
       #expect(error?.isRetriable == true)
       #expect(server.requests.count == 2)
     }
@@ -236,15 +238,15 @@ struct EndToEndTests {
 
   @Test func totalTimeoutIsEnforced() async throws {
     try await withServer { server in
-      server.script(.cpf, [.delayHeaders(0.6)])
-      let client = makeClient(server, timeout: 2, totalTimeout: 0.25)
+      server.script(.cpf, [.delayHeaders(10)])
+      let client = makeClient(server, timeout: 8, totalTimeout: 0.25)
       let start = Date()
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
       guard case .timeout = error else {
         Issue.record("got \(String(describing: error))")
         return
       }
-      #expect(Date().timeIntervalSince(start) < 0.55)
+      #expect(Date().timeIntervalSince(start) < 5)
     }
   }
 
@@ -362,7 +364,7 @@ struct EndToEndTests {
 
   @Test func cancellationEndsTheCallPromptly() async throws {
     try await withServer { server in
-      server.script(.cpf, [.delayHeaders(0.8)])
+      server.script(.cpf, [.delayHeaders(10)])
       let client = makeClient(server)
       let cpf = knownPerson(server).cpf
       let task = Task { try await client.lookup(cpf) }
@@ -370,7 +372,7 @@ struct EndToEndTests {
       let start = Date()
       task.cancel()
       let result = await task.result
-      #expect(Date().timeIntervalSince(start) < 0.4)
+      #expect(Date().timeIntervalSince(start) < 2)
       #expect(throws: CancellationError.self) { try result.get() }
     }
   }

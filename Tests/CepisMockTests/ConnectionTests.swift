@@ -175,7 +175,8 @@ extension MockTests {
       try await Task.sleep(nanoseconds: 100_000_000)
       let start = Date()
       await server.stop()
-      #expect(Date().timeIntervalSince(start) < 1)
+      // Far below the 30 s the delayed response would hold a thread.
+      #expect(Date().timeIntervalSince(start) < 5)
       for client in [idle, partial, waiting] { #expect(client.readToEnd().bytes.isEmpty) }
       await server.stop()
       #expect(throws: RawError.self) { try RawClient(port: port) }
@@ -237,8 +238,12 @@ extension MockTests {
           after = try #require(processCounts())
         }
         print("leak check: before \(before), after \(after)")
-        #expect(after.fds <= before.fds)
-        #expect(after.threads <= before.threads)
+        // Process-wide counts only mean something when nothing else runs in the process:
+        // `.ci/run` runs this test alone with CEPIS_ISOLATED=1.
+        if ProcessInfo.processInfo.environment["CEPIS_ISOLATED"] == "1" {
+          #expect(after.fds <= before.fds)
+          #expect(after.threads <= before.threads)
+        }
       #endif
     }
   }

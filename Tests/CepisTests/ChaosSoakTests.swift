@@ -100,9 +100,13 @@ struct ChaosSoakTests {
     // Most inputs must actually resolve: a storm at 30 % with 4 attempts is survivable.
     #expect(total.correct + total.absent > total.lookups * 9 / 10)
     #if os(Linux)
-      #expect(after.descriptors <= before.descriptors + 8)
-      #expect(after.threads <= before.threads + 8)
-      #expect(after.residentMB <= before.residentMB + 200)
+      // Process-wide counts are only meaningful when the soak runs alone, as
+      // `Scripts/chaos-soak` runs it (CEPIS_ISOLATED=1); other suites open their own.
+      if ProcessInfo.processInfo.environment["CEPIS_ISOLATED"] == "1" {
+        #expect(after.descriptors <= before.descriptors + 8)
+        #expect(after.threads <= before.threads + 8)
+        #expect(after.residentMB <= before.residentMB + 200)
+      }
     #endif
   }
 
