@@ -192,7 +192,12 @@ public struct CSVReader: Sendable {
             if atEnd { break }
             return nil
           }
-          if byte == Self.lineFeed { newlines += 1 }
+          if byte == Self.lineFeed
+            || (byte == Self.carriageReturn
+              && (cursor + 1 >= end || buffer[cursor + 1] != Self.lineFeed))
+          {
+            newlines += 1
+          }
           scratch.append(byte)
           cursor += 1
         }
@@ -202,7 +207,6 @@ public struct CSVReader: Sendable {
           let byte = buffer[index]
           if byte == separator {
             index += 1
-            if index >= end && atEnd { fields.append("") }
             continue
           }
           if byte != Self.lineFeed && byte != Self.carriageReturn {

@@ -22,6 +22,9 @@ struct CSVReaderTests {
     #expect(try fields("\n") == [[""]])
     #expect(try fields("") == [])
     #expect(try fields("\"\"") == [[""]])
+    #expect(try fields("\"a\",") == [["a", ""]])
+    #expect(try fields("a,") == [["a", ""]])
+    #expect(try fields("\"a\",\n") == [["a", ""]])
   }
 
   @Test("records keep their exact bytes and terminators when asked")
@@ -60,6 +63,9 @@ struct CSVReaderTests {
   func garbage() {
     #expect(throws: CSVError(reason: .unterminatedQuote, line: 2)) {
       try fields("a\n\"open,b\nc\n")
+    }
+    #expect(throws: CSVError(reason: .characterAfterClosingQuote, line: 3)) {
+      try fields("\"x\r\ny\"\r\"a\"b\r")
     }
     #expect(throws: CSVError(reason: .characterAfterClosingQuote, line: 1)) {
       try fields("\"a\"b,c\n")
