@@ -1,0 +1,146 @@
+import BrazilianDocuments
+import Foundation
+import Testing
+
+@Suite("CNPJ")
+struct CNPJTests {
+  @Test(
+    "Valid CNPJs, numeric and alphanumeric, are accepted",
+    arguments: [
+      ("11.222.333/0001-81", "11222333000181", false),
+      ("11222333000181", "11222333000181", false),
+      ("11.444.777/0001-61", "11444777000161", false),
+      ("  11.444.777/0001-61  ", "11444777000161", false),
+      ("12ABC34501DE35", "12ABC34501DE35", true),
+      ("12.ABC.345/01DE-35", "12ABC34501DE35", true),
+      ("12.abc.345/01de-35", "12ABC34501DE35", true),
+      ("12 ABC 345 01DE 35", "12ABC34501DE35", true),
+      ("AB1C2D3E000130", "AB1C2D3E000130", true),
+      ("Z9Y8X7W6V5U429", "Z9Y8X7W6V5U429", true),
+      ("00000000000A04", "00000000000A04", true),
+      ("A0000000000032", "A0000000000032", true),
+      ("ZZZZZZZZZZZZ62", "ZZZZZZZZZZZZ62", true),
+      ("1a2b3c4d5e6f34", "1A2B3C4D5E6F34", true),
+    ])
+  func acceptsValid(_ text: String, _ value: String, _ alphanumeric: Bool) throws {
+    #expect(CNPJ.isValid(text))
+    #expect(CNPJ.isValid(utf8: Array(text.utf8)))
+    let cnpj = try CNPJ(text)
+    #expect(cnpj.value == value)
+    #expect(cnpj.isAlphanumeric == alphanumeric)
+  }
+
+  @Test(
+    "Invalid CNPJs are refused",
+    arguments: [
+      "11.222.333/0001-80", "11222333000182", "12ABC34501DE36", "12ABC34501DE53",
+      "12ABC34501DE3", "12ABC34501DE355", "", "12ABC34501DE3A", "12ABC34501DEA5",
+      "12_ABC34501DE35", "12ÁBC34501DE35", "00000000000000", "11111111111111",
+      "99.999.999/9999-99", "12.ABC.345\\01DE-35",
+    ])
+  func refusesInvalid(_ text: String) {
+    #expect(!CNPJ.isValid(text))
+    #expect(!CNPJ.isValid(utf8: Array(text.utf8)))
+    #expect(throws: DocumentError.self) { try CNPJ(text) }
+  }
+
+  @Test("The worked example of the Receita Federal: 12ABC34501DE gives 35")
+  func receitaExample() throws {
+    for digits in 0...99 where digits != 35 {
+      let twoDigits = digits < 10 ? "0\(digits)" : "\(digits)"
+      #expect(!CNPJ.isValid("12ABC34501DE" + twoDigits))
+    }
+    #expect(CNPJ.isValid("12ABC34501DE35"))
+  }
+
+  @Test("Parts and formatting")
+  func parts() throws {
+    let cnpj = try CNPJ("12.abc.345/01de-35")
+    #expect(cnpj.formatted == "12.ABC.345/01DE-35")
+    #expect(cnpj.root == "12ABC345")
+    #expect(cnpj.branch == "01DE")
+    #expect(cnpj.checkDigits == "35")
+    #expect(!cnpj.isHeadquarters)
+    #expect(cnpj.redacted == "**.ABC.345/01DE-**")
+    #expect(cnpj.description == "12.ABC.345/01DE-35")
+    #expect(cnpj.debugDescription == "CNPJ(12.ABC.345/01DE-35)")
+    let headquarters = try CNPJ("11222333000181")
+    #expect(headquarters.isHeadquarters)
+    #expect(headquarters.formatted == "11.222.333/0001-81")
+    #expect(headquarters.root == "11222333")
+    #expect(headquarters.branch == "0001")
+  }
+
+  @Test("A character repeated 14 times is refused", arguments: 0...9)
+  func repeated(_ digit: Int) {
+    let text = String(repeating: String(digit), count: 14)
+    #expect(!CNPJ.isValid(text))
+    #expect(
+      throws: DocumentError.repeatedSequence(
+        .cnpj,
+        redacted:
+          "**.\(String(repeating: String(digit), count: 3)).\(String(repeating: String(digit), count: 3))/\(String(repeating: String(digit), count: 4))-**"
+      )
+    ) {
+      try CNPJ(text)
+    }
+  }
+
+  @Test("Random CNPJs are valid, in the requested format", arguments: [false, true])
+  func random(_ alphanumeric: Bool) {
+    var generator = SplitMix64(seed: alphanumeric ? 2_026 : 1_934)
+    for _ in 0..<3_000 {
+      let cnpj = CNPJ.random(alphanumeric: alphanumeric, using: &generator)
+      #expect(CNPJ.isValid(cnpj.value))
+      #expect(CNPJ.isValid(cnpj.formatted))
+      #expect(Reference.isValidCNPJ(cnpj.value))
+      #expect(cnpj.isAlphanumeric == alphanumeric)
+      #expect(cnpj.branch != "0000")
+    }
+    #expect(CNPJ.random(alphanumeric: alphanumeric).isAlphanumeric == alphanumeric)
+  }
+
+  @Test("Changing a check digit always invalidates; other changes agree with the reference")
+  func mutations() {
+    var generator = SplitMix64(seed: 99)
+    let alphabet = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    for round in 0..<6_000 {
+      let value = CNPJ.random(alphanumeric: round.isMultiple(of: 2), using: &generator).value
+      let offset = Int.random(in: 0..<14, using: &generator)
+      let choices = offset >= 12 ? alphabet[0..<10] : alphabet[0..<36]
+      var replacement = Array(value)[offset]
+      while replacement == Array(value)[offset] {
+        replacement = choices.randomElement(using: &generator) ?? "0"
+      }
+      let mutated = value.replacing(at: offset, with: replacement)
+      if offset >= 12 {
+        #expect(!CNPJ.isValid(mutated), "\(mutated)")
+      }
+      #expect(CNPJ.isValid(mutated) == Reference.isValidCNPJ(mutated), "\(mutated)")
+    }
+  }
+
+  @Test("Codable as a single uppercase string; invalid input is rejected")
+  func codable() throws {
+    let cnpj = try CNPJ("12.abc.345/01de-35")
+    let data = try JSONEncoder().encode([cnpj])
+    #expect(String(decoding: data, as: UTF8.self) == #"["12ABC34501DE35"]"#)
+    #expect(try JSONDecoder().decode([CNPJ].self, from: data) == [cnpj])
+    #expect(
+      try JSONDecoder().decode([CNPJ].self, from: Data(#"["12.abc.345/01de-35"]"#.utf8)) == [cnpj])
+    for bad in [#"["12ABC34501DE36"]"#, #"["00000000000000"]"#, #"[11222333000181]"#] {
+      #expect(throws: DecodingError.self) {
+        try JSONDecoder().decode([CNPJ].self, from: Data(bad.utf8))
+      }
+    }
+  }
+
+  @Test("Dump and Mirror show the formatted value")
+  func reflection() throws {
+    let cnpj = try CNPJ("11222333000181")
+    var dumped = ""
+    dump(cnpj, to: &dumped)
+    #expect(dumped.contains("11.222.333/0001-81"))
+    #expect(Mirror(reflecting: cnpj).children.count == 1)
+  }
+}
