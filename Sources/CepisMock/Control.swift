@@ -1,0 +1,73 @@
+import Foundation
+
+extension ServerCore {
+  /// The `/__mock/…` control endpoints.
+  func control(_ name: String, request: MockHTTPRequest) -> Response {
+    func reply(_ status: Int, _ body: [UInt8]) -> Response {
+      Response(status: status, contentType: jsonType, body: .bytes(body))
+    }
+    func fail(_ status: Int, _ text: String) -> Response {
+      reply(status, jsonObject(["ok": .bool(false), "mensagem": .string(text)]))
+    }
+    let expected = name == "requests" ? "GET" : "POST"
+    let known = ["script", "mode", "reset", "requests", "degraded"]
+    guard known.contains(name) else { return fail(404, "Endpoint de controle desconhecido") }
+    guard request.method == expected else {
+      var response = fail(405, "Use \(expected)")
+      response.headers.append(("Allow", expected))
+      return response
+    }
+    switch name {
+    case "reset":
+      reset()
+      return reply(200, jsonObject(["ok": .bool(true)]))
+    case "requests":
+      let log = state.withLock { $0.log }
+      let encoder = JSONEncoder()
+      encoder.dateEncodingStrategy = .secondsSince1970
+      encoder.outputFormatting = [.sortedKeys]
+      guard let data = try? encoder.encode(log) else { return fail(500, "log encoding failed") }
+      return reply(200, [UInt8](data))
+    case "degraded":
+      guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)),
+        let dictionary = object as? [String: Any], let flag = dictionary["degraded"] as? Bool
+      else {
+        return fail(400, #"Corpo esperado: {"degraded":true}"#)
+      }
+      state.withLock { $0.degraded = flag }
+      return reply(200, jsonObject(["ok": .bool(true), "degraded": .bool(flag)]))
+    default:
+      // script or mode
+      guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)),
+        let dictionary = object as? [String: Any]
+      else {
+        return fail(400, #"Corpo esperado: {"route":"csv","faults":[…]}"#)
+      }
+      guard let routeName = dictionary["route"] as? String,
+        let route = MockRoute(rawValue: routeName)
+      else {
+        return fail(400, "route deve ser cep, csv, health ou cpf")
+      }
+      var faults: [MockFault] = []
+      do {
+        if let spec = dictionary["faults"] as? String {
+          faults = try MockServer.parseFaults(spec)
+        } else if let list = dictionary["faults"] as? [Any] {
+          for item in list { faults += try MockServer.fault(fromJSON: item) }
+        } else if dictionary["faults"] != nil {
+          return fail(400, "faults deve ser uma lista")
+        }
+      } catch {
+        return fail(400, "\(error)")
+      }
+      state.withLock { state in
+        if name == "mode" {
+          state.modes[route] = faults
+        } else {
+          state.scripts[route, default: []].append(contentsOf: faults)
+        }
+      }
+      return reply(200, jsonObject(["ok": .bool(true), "faults": .int(faults.count)]))
+    }
+  }
+}

@@ -1,0 +1,539 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+import Foundation
+
+/// A real HTTP/1.1 server on 127.0.0.1 that speaks the cep.is and cpfhub.io protocols and
+/// misbehaves on demand.
+///
+/// ```swift
+/// let server = try await MockServer.start()
+/// defer { Task { await server.stop() } }
+/// server.script(.cep, [.status(503), .status(503)])
+/// // point the client at server.baseURL …
+/// ```
+///
+/// Each connection is served by its own thread; ``stop()`` closes the listener and every open
+/// connection and joins every thread it started, so test suites can start hundreds of servers
+/// without leaking descriptors or threads.
+///
+/// Routes are matched on the last path components, so any prefix is accepted:
+/// `/01001000`, `/api/01001000`, `/csv`, `/api/csv`, `/health`, `/cpf/{cpf}`, `/v1/cpf/{cpf}`.
+/// The control endpoints live under `/__mock/` (see <doc:CepisMock>).
+public final class MockServer: Sendable {
+  /// How a ``MockServer`` is set up.
+  public struct Configuration: Sendable {
+    /// The port to bind on 127.0.0.1; 0 (the default) picks a free one.
+    public var port: Int
+    /// The addresses and people served.
+    public var dataset: MockDataset
+    /// The accepted `x-api-key` values of the cpfhub.io routes.
+    public var cpfAPIKeys: Set<String>
+    /// Random fault injection, or `nil` for none.
+    public var chaos: MockChaos?
+    /// Whether `/health` starts out degraded (503).
+    public var degraded: Bool
+    /// The most connections served at once; more are answered 503 and closed.
+    public var maxConnections: Int
+    /// How long an idle keep-alive connection (or a half-sent request) is kept, in seconds.
+    public var idleTimeout: TimeInterval
+    /// The most body bytes ``MockFault/dribble(gap:)`` sends one at a time.
+    public var maxDribbleBytes: Int
+    /// The most request records kept by ``MockServer/requests`` (the oldest are dropped).
+    public var maxLogEntries: Int
+    /// The request parser's limits.
+    public var parserLimits: MockHTTPRequest.Limits
+
+    /// Creates a configuration.
+    public init(
+      port: Int = 0, dataset: MockDataset = .sample, cpfAPIKeys: Set<String> = ["test-key"],
+      chaos: MockChaos? = nil, degraded: Bool = false, maxConnections: Int = 256,
+      idleTimeout: TimeInterval = 15, maxDribbleBytes: Int = 4_096, maxLogEntries: Int = 100_000,
+      parserLimits: MockHTTPRequest.Limits = MockHTTPRequest.Limits()
+    ) {
+      self.port = port
+      self.dataset = dataset
+      self.cpfAPIKeys = cpfAPIKeys
+      self.chaos = chaos
+      self.degraded = degraded
+      self.maxConnections = maxConnections
+      self.idleTimeout = idleTimeout
+      self.maxDribbleBytes = maxDribbleBytes
+      self.maxLogEntries = maxLogEntries
+      self.parserLimits = parserLimits
+    }
+  }
+
+  let core: ServerCore
+
+  /// Creates a server; nothing listens until ``start()``.
+  public init(configuration: Configuration = Configuration()) {
+    core = ServerCore(configuration: configuration)
+  }
+
+  deinit {
+    core.stop()
+  }
+
+  /// Creates and starts a server.
+  public static func start(_ configuration: Configuration = .init()) async throws -> MockServer {
+    let server = MockServer(configuration: configuration)
+    try await server.start()
+    return server
+  }
+
+  /// Binds 127.0.0.1 on the configured port and starts serving. Does nothing if already
+  /// running; throws ``MockServerError`` if binding fails or the server was stopped.
+  public func start() async throws {
+    try core.start()
+  }
+
+  /// Closes the listener and every connection, and waits for every server thread to end.
+  /// Idempotent.
+  public func stop() async {
+    let core = self.core
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      DispatchQueue.global().async {
+        core.stop()
+        continuation.resume()
+      }
+    }
+  }
+
+  /// The configuration the server was created with.
+  public var configuration: Configuration { core.configuration }
+
+  /// The bound port (the configured one before ``start()``).
+  public var port: Int { core.state.withLock { $0.port } }
+
+  /// `http://127.0.0.1:PORT`, without a trailing slash.
+  public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+  /// The data being served: the ground truth to compare answers with.
+  public var dataset: MockDataset { core.configuration.dataset }
+
+  /// Queues faults for a route: each request on the route takes the next one; when the queue
+  /// is empty the route behaves normally (or by its mode). Appends to faults already queued.
+  public func script(_ route: MockRoute, _ faults: [MockFault]) {
+    core.state.withLock { $0.scripts[route, default: []].append(contentsOf: faults) }
+  }
+
+  /// Sets the persistent faults applied to every request on a route; `[]` clears them.
+  public func setMode(_ route: MockRoute, _ faults: [MockFault]) {
+    core.state.withLock { $0.modes[route] = faults }
+  }
+
+  /// Makes `/health` answer 503 `"status":"degraded"` (or healthy again).
+  public func setDegraded(_ degraded: Bool) {
+    core.state.withLock { $0.degraded = degraded }
+  }
+
+  /// Every request received (including control requests and ones answered with faults; not
+  /// unparsable ones), in arrival order.
+  public var requests: [MockRequestRecord] { core.state.withLock { $0.log } }
+
+  /// Empties ``requests``.
+  public func clearLog() {
+    core.state.withLock { $0.log.removeAll() }
+  }
+
+  /// How many faults of each kind were injected (by script, mode or chaos), keyed by
+  /// ``MockFault/name``. Faults that do not apply to the route (CSV faults elsewhere) are not
+  /// counted.
+  public var faultCounts: [String: Int] { core.state.withLock { $0.faultCounts } }
+
+  /// How many requests were received (all routes, control included).
+  public var requestCount: Int { core.state.withLock { $0.requestCount } }
+
+  /// How many connections are open right now.
+  public var openConnections: Int { core.state.withLock { $0.connections.count } }
+
+  /// Clears scripts, modes, the log and the counters, restarts the chaos sequence and restores
+  /// the configured degraded flag.
+  public func reset() {
+    core.reset()
+  }
+}
+
+/// One request received by a ``MockServer``.
+public struct MockRequestRecord: Sendable, Hashable, Codable {
+  /// The method, e.g. `GET`.
+  public var method: String
+  /// The path as received (percent-encoding kept), without the query.
+  public var path: String
+  /// The query string (after `?`), or `nil`.
+  public var query: String?
+  /// The header fields, names lowercased.
+  public var headers: [String: String]
+  /// When the request was parsed.
+  public var arrival: Date
+  /// The route, or `nil` for control and unknown paths.
+  public var route: MockRoute?
+
+  /// Creates a record.
+  public init(
+    method: String, path: String, query: String?, headers: [String: String], arrival: Date,
+    route: MockRoute?
+  ) {
+    self.method = method
+    self.path = path
+    self.query = query
+    self.headers = headers
+    self.arrival = arrival
+    self.route = route
+  }
+
+  /// The decoded query items (a repeated name keeps its last value).
+  public var queryItems: [String: String] { queryDictionary(query) }
+}
+
+/// A value guarded by a lock.
+///
+/// `@unchecked Sendable` is safe: `value` is private and is only read or written inside
+/// `withLock`, which holds `lock` for the whole access, so no two threads touch it at once.
+final class LockedBox<Value>: @unchecked Sendable {
+  private let lock = NSLock()
+  private var value: Value
+
+  init(_ value: Value) { self.value = value }
+
+  func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body(&value)
+  }
+}
+
+/// The server's mutable state (always accessed under ``ServerCore/state``'s lock).
+struct ServerState {
+  enum Phase {
+    case idle
+    case running
+    case stopped
+  }
+
+  var phase = Phase.idle
+  var port: Int
+  var listenFD: Int32 = -1
+  var wakeRead: Int32 = -1
+  var wakeWrite: Int32 = -1
+  var acceptThread: ThreadHandle?
+  var connections: [Int: Int32] = [:]
+  var threads: [Int: ThreadHandle] = [:]
+  var finishedThreads: [Int] = []
+  var nextConnectionID = 0
+  var scripts: [MockRoute: [MockFault]] = [:]
+  var modes: [MockRoute: [MockFault]] = [:]
+  var degraded: Bool
+  var log: [MockRequestRecord] = []
+  var faultCounts: [String: Int] = [:]
+  var requestCount = 0
+  var chaosIndex = 0
+}
+
+/// How a connection ends.
+enum ConnectionEnd {
+  case keepAlive
+  case close
+  case reset
+}
+
+/// The engine behind ``MockServer``: listener, threads, state.
+final class ServerCore: Sendable {
+  let configuration: MockServer.Configuration
+  let state: LockedBox<ServerState>
+  /// Serializes `stop()` calls, so a second caller returns only once the first is done.
+  private let stopping = LockedBox(false)
+  let datasetCount: Int
+
+  init(configuration: MockServer.Configuration) {
+    self.configuration = configuration
+    self.state = LockedBox(ServerState(port: configuration.port, degraded: configuration.degraded))
+    self.datasetCount = configuration.dataset.count
+  }
+
+  func start() throws {
+    try state.withLock { state in
+      switch state.phase {
+      case .running: return
+      case .stopped: throw MockServerError(description: "the server was stopped")
+      case .idle: break
+      }
+      let listener = try Sockets.makeListener(port: configuration.port, backlog: 1_024)
+      var pipeFDs: [Int32] = [-1, -1]
+      guard pipe(&pipeFDs) == 0 else {
+        let text = Sockets.errorText("pipe")
+        _ = close(listener.fd)
+        throw MockServerError(description: text)
+      }
+      Sockets.setCloseOnExec(pipeFDs[0])
+      Sockets.setCloseOnExec(pipeFDs[1])
+      let listenFD = listener.fd
+      let wake = pipeFDs[0]
+      guard let handle = spawnThread({ [self] in acceptLoop(listenFD: listenFD, wake: wake) })
+      else {
+        _ = close(listener.fd)
+        _ = close(pipeFDs[0])
+        _ = close(pipeFDs[1])
+        throw MockServerError(description: "could not start the accept thread")
+      }
+      state.phase = .running
+      state.port = listener.port
+      state.listenFD = listener.fd
+      state.wakeRead = pipeFDs[0]
+      state.wakeWrite = pipeFDs[1]
+      state.acceptThread = handle
+    }
+  }
+
+  func stop() {
+    stopping.withLock { _ in
+      let snapshot = state.withLock { state -> (ThreadHandle?, [Int32], Int32)? in
+        guard state.phase == .running else {
+          state.phase = .stopped
+          return nil
+        }
+        state.phase = .stopped
+        return (state.acceptThread, Array(state.connections.values), state.wakeWrite)
+      }
+      guard let (acceptThread, connections, wakeWrite) = snapshot else { return }
+      var byte: UInt8 = 1
+      _ = write(wakeWrite, &byte, 1)
+      for fd in connections { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+      if let acceptThread { joinThread(acceptThread) }
+      // The accept thread is gone, so no connection can be added any more; shut down the
+      // ones registered since the snapshot and join every connection thread.
+      let (late, threads) = state.withLock { state in
+        let result = (Array(state.connections.values), Array(state.threads.values))
+        state.threads.removeAll()
+        state.finishedThreads.removeAll()
+        return result
+      }
+      for fd in late where !connections.contains(fd) { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+      for thread in threads { joinThread(thread) }
+      state.withLock { state in
+        _ = close(state.listenFD)
+        _ = close(state.wakeRead)
+        _ = close(state.wakeWrite)
+        state.listenFD = -1
+        state.wakeRead = -1
+        state.wakeWrite = -1
+        state.acceptThread = nil
+      }
+    }
+  }
+
+  func reset() {
+    state.withLock { state in
+      state.scripts.removeAll()
+      state.modes.removeAll()
+      state.log.removeAll()
+      state.faultCounts.removeAll()
+      state.requestCount = 0
+      state.chaosIndex = 0
+      state.degraded = configuration.degraded
+    }
+  }
+
+  /// Sleeps for `seconds` unless the server stops first; `false` when it stopped.
+  func pause(_ seconds: TimeInterval, wake: Int32) -> Bool {
+    var remaining = seconds
+    while remaining > 0 {
+      let slice = min(remaining, 1)
+      let milliseconds = Int32(max(1, (slice * 1_000).rounded(.up)))
+      var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+      let ready = poll(&fds, 1, milliseconds)
+      if ready > 0 { return false }
+      remaining -= slice
+    }
+    return true
+  }
+
+  private func acceptLoop(listenFD: Int32, wake: Int32) {
+    while true {
+      switch Sockets.waitReadable(listenFD, wake: wake, timeoutMilliseconds: -1) {
+      case .stopped: return
+      case .timeout: continue
+      case .readable: break
+      }
+      let fd = accept(listenFD, nil, nil)
+      if fd < 0 {
+        switch errno {
+        case EINTR, EAGAIN, ECONNABORTED, EPROTO:
+          continue
+        case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+          // Out of descriptors: back off a little instead of spinning.
+          if !pause(0.01, wake: wake) { return }
+          continue
+        default:
+          return
+        }
+      }
+      Sockets.configureConnection(fd)
+      reapFinishedThreads()
+      enum Admission {
+        case accepted(Int)
+        case full
+        case stopped
+      }
+      let admission = state.withLock { state -> Admission in
+        guard state.phase == .running else { return .stopped }
+        guard state.connections.count < configuration.maxConnections else { return .full }
+        let id = state.nextConnectionID
+        state.nextConnectionID += 1
+        state.connections[id] = fd
+        return .accepted(id)
+      }
+      switch admission {
+      case .stopped:
+        _ = close(fd)
+        return
+      case .full:
+        let body = #"{"mensagem":"Muitas conexões simultâneas"}"#
+        let head =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n"
+          + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+        _ = Array((head + body).utf8).withUnsafeBytes {
+          send(fd, $0.baseAddress, $0.count, Sockets.sendFlags | Int32(MSG_DONTWAIT))
+        }
+        _ = close(fd)
+      case .accepted(let id):
+        let handle = spawnThread { [self] in
+          let end = serveConnection(fd: fd, wake: wake)
+          finishConnection(id: id, fd: fd, end: end)
+        }
+        if let handle {
+          state.withLock { $0.threads[id] = handle }
+        } else {
+          finishConnection(id: id, fd: fd, end: .close)
+          state.withLock { state in state.finishedThreads.removeAll { $0 == id } }
+        }
+      }
+    }
+  }
+
+  private func finishConnection(id: Int, fd: Int32, end: ConnectionEnd) {
+    state.withLock { _ = $0.connections.removeValue(forKey: id) }
+    switch end {
+    case .reset:
+      Sockets.setResetOnClose(fd)
+    case .close, .keepAlive:
+      lingeringClose(fd)
+    }
+    _ = close(fd)
+    state.withLock { $0.finishedThreads.append(id) }
+  }
+
+  /// Half-closes and drains what the client still sends (briefly), so that it reads the
+  /// answer before the connection goes, instead of getting a reset for unread input.
+  private func lingeringClose(_ fd: Int32) {
+    _ = shutdown(fd, Int32(SHUT_WR))
+    var scratch = [UInt8](repeating: 0, count: 16_384)
+    var drained = 0
+    let deadline = Date().addingTimeInterval(0.2)
+    while drained < 1_048_576 {
+      let left = deadline.timeIntervalSinceNow
+      if left <= 0 { break }
+      var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+      guard poll(&fds, 1, Int32(max(1, left * 1_000))) > 0 else { break }
+      let count = recv(fd, &scratch, scratch.count, 0)
+      if count <= 0 { break }
+      drained += count
+    }
+  }
+
+  private func reapFinishedThreads() {
+    let handles = state.withLock { state -> [ThreadHandle] in
+      guard !state.finishedThreads.isEmpty else { return [] }
+      var handles: [ThreadHandle] = []
+      var waiting: [Int] = []
+      for id in state.finishedThreads {
+        if let handle = state.threads.removeValue(forKey: id) {
+          handles.append(handle)
+        } else {
+          waiting.append(id)
+        }
+      }
+      state.finishedThreads = waiting
+      return handles
+    }
+    for handle in handles { joinThread(handle) }
+  }
+
+  /// Reads, parses and answers requests on one connection until it should close.
+  private func serveConnection(fd: Int32, wake: Int32) -> ConnectionEnd {
+    var buffer: [UInt8] = []
+    buffer.reserveCapacity(4_096)
+    var chunk = [UInt8](repeating: 0, count: 16_384)
+    let idleMilliseconds = Int32(max(1, min(configuration.idleTimeout * 1_000, 86_400_000)))
+    var mustParse = false
+    while true {
+      if mustParse && !buffer.isEmpty {
+        switch MockHTTPRequest.parse(buffer, limits: configuration.parserLimits) {
+        case .complete(let request, let consumed):
+          buffer.removeFirst(consumed)
+          let end = respond(to: request, fd: fd, wake: wake)
+          if end != .keepAlive { return end }
+          continue
+        case .invalid(let status, let reason):
+          let body = jsonObject(["mensagem": .string("Requisição inválida: \(reason)")])
+          var response = Response(status: status, contentType: jsonType, body: .bytes(body))
+          response.close = true
+          _ = deliver(response, fd: fd, wake: wake)
+          return .close
+        case .incomplete:
+          mustParse = false
+        }
+      }
+      switch Sockets.waitReadable(fd, wake: wake, timeoutMilliseconds: idleMilliseconds) {
+      case .stopped, .timeout: return .close
+      case .readable: break
+      }
+      let count = recv(fd, &chunk, chunk.count, 0)
+      if count < 0 && errno == EINTR { continue }
+      if count <= 0 { return .close }
+      buffer.append(contentsOf: chunk[0..<count])
+      mustParse = true
+    }
+  }
+
+  /// Logs the request, picks its faults, builds and sends the answer.
+  private func respond(to request: MockHTTPRequest, fd: Int32, wake: Int32) -> ConnectionEnd {
+    let target = Router.route(request.path)
+    let route = target.route
+    let arrival = Date()
+    let chaos = configuration.chaos
+    let maxLog = configuration.maxLogEntries
+    let (faults, degraded) = state.withLock { state -> ([MockFault], Bool) in
+      state.requestCount += 1
+      state.log.append(
+        MockRequestRecord(
+          method: request.method, path: request.path, query: request.query,
+          headers: request.headers, arrival: arrival, route: route))
+      if state.log.count > maxLog {
+        state.log.removeFirst(max(state.log.count - maxLog, maxLog / 2))
+      }
+      guard let route else { return ([], state.degraded) }
+      var faults = state.modes[route] ?? []
+      if var queue = state.scripts[route], !queue.isEmpty {
+        faults.append(queue.removeFirst())
+        state.scripts[route] = queue
+      }
+      if let chaos {
+        let index = state.chaosIndex
+        state.chaosIndex += 1
+        if let fault = chaos.fault(forRequestIndex: index) { faults.append(fault) }
+      }
+      faults.removeAll { !$0.applies(to: route) }
+      for fault in faults { state.faultCounts[fault.name, default: 0] += 1 }
+      return (faults, state.degraded)
+    }
+    var response = answer(request, target: target, faults: faults, degraded: degraded)
+    if !request.keepAlive { response.close = true }
+    if request.method == "HEAD" { response.headOnly = true }
+    for fault in faults { apply(fault, to: &response, route: route) }
+    return deliver(response, fd: fd, wake: wake)
+  }
+}
