@@ -310,8 +310,11 @@ struct ArgumentParser: Sendable {
     let width = min(28, rows.map(\.0.count).max() ?? 0)
     return rows.map { left, right in
       let padded =
-        left.count >= width ? left + "  " : left + String(repeating: " ", count: width - left.count + 2)
-      if left.count > width { return "  " + left + "\n  " + String(repeating: " ", count: width + 2) + right }
+        left.count >= width
+        ? left + "  " : left + String(repeating: " ", count: width - left.count + 2)
+      if left.count > width {
+        return "  " + left + "\n  " + String(repeating: " ", count: width + 2) + right
+      }
       return "  " + padded + right
     }
   }

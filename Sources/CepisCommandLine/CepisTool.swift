@@ -144,9 +144,11 @@ struct Context: Sendable {
   /// The API client the global options describe.
   func client() throws(UsageError) -> Client {
     var baseURL = Client.defaultBaseURL
-    if let text = parsed.value("base-url") ?? environment["CEPIS_BASE_URL"].flatMap({
-      $0.isEmpty ? nil : $0
-    }) {
+    if let text = parsed.value("base-url")
+      ?? environment["CEPIS_BASE_URL"].flatMap({
+        $0.isEmpty ? nil : $0
+      })
+    {
       guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
         scheme == "http" || scheme == "https", url.host != nil
       else {

@@ -226,7 +226,8 @@ enum UFCommand {
       ])
       let code = uf?.rawValue.uppercased() ?? ""
       writer.write(
-        text: "\(CEPResult.masked(cep ?? input))  \(code)  \(uf?.name ?? "")  (\(uf?.region.name ?? ""))",
+        text:
+          "\(CEPResult.masked(cep ?? input))  \(code)  \(uf?.name ?? "")  (\(uf?.region.name ?? ""))",
         json: json,
         csv: [input, cep ?? "", status, code, uf?.name ?? "", uf?.region.name ?? ""])
     }
