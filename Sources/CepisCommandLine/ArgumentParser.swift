@@ -129,7 +129,8 @@ struct ArgumentParser: Sendable {
     var command = root
     var path: [String] = []
     var result = ParsedArguments(path: [])
-    var helpRequested = false
+    // `-h` anywhere (before `--`) wins over every other mistake on the line.
+    var helpRequested = arguments.prefix { $0 != "--" }.contains { $0 == "-h" || $0 == "--help" }
     var onlyPositionals = false
     var index = 0
 

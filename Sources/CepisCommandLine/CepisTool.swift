@@ -26,7 +26,7 @@ public enum CepisTool {
   /// Runs the tool against a given console (tests capture its output).
   static func run(
     _ arguments: [String], environment: [String: String], console: Console
-  ) async -> ExitStatus {
+  ) async -> ToolStatus {
     let outcome: ParseOutcome
     do {
       outcome = try Commands.parser.parse(arguments)
@@ -53,13 +53,13 @@ public enum CepisTool {
     }
   }
 
-  static func usage(_ error: UsageError, console: Console) -> ExitStatus {
+  static func usage(_ error: UsageError, console: Console) -> ToolStatus {
     console.error(error.message)
     console.err("Try '\(Commands.parser.display(error.path)) --help' for more information.\n")
     return .usage
   }
 
-  static func dispatch(_ context: Context) async throws -> ExitStatus {
+  static func dispatch(_ context: Context) async throws -> ToolStatus {
     switch context.parsed.path {
     case ["lookup"]: return try await LookupCommand.run(context)
     case ["batch"]: return try await BatchCommand.run(context)
@@ -77,7 +77,7 @@ public enum CepisTool {
 }
 
 /// The tool's exit statuses.
-enum ExitStatus: Int32, Sendable, Comparable {
+enum ToolStatus: Int32, Sendable, Comparable {
   /// All good.
   case success = 0
   /// Something was not found or invalid; the rest was still printed.
@@ -89,11 +89,11 @@ enum ExitStatus: Int32, Sendable, Comparable {
   /// Interrupted by SIGINT.
   case interrupted = 130
 
-  static func < (lhs: ExitStatus, rhs: ExitStatus) -> Bool { lhs.rawValue < rhs.rawValue }
+  static func < (lhs: ToolStatus, rhs: ToolStatus) -> Bool { lhs.rawValue < rhs.rawValue }
 
   /// The status of a run in which these results were seen (3 beats 1 beats 0).
-  static func of(_ statuses: some Sequence<CEPStatus>) -> ExitStatus {
-    var worst = ExitStatus.success
+  static func of(_ statuses: some Sequence<CEPStatus>) -> ToolStatus {
+    var worst = ToolStatus.success
     for status in statuses {
       switch status {
       case .ok: continue

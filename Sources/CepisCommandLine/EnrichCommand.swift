@@ -22,7 +22,7 @@ enum EnrichCommand {
     "logradouro", "complemento", "bairro", "localidade", "uf", "ibge", "cepis_status",
   ]
 
-  static func run(_ context: Context) async throws -> ExitStatus {
+  static func run(_ context: Context) async throws -> ToolStatus {
     let client = try context.client()
     let path = context.path
     let window = try context.integer("window", range: 1...100_000) ?? 2_000
@@ -242,7 +242,7 @@ struct EnrichJob {
     throw UsageError(message: message, path: context.path)
   }
 
-  mutating func run() async throws -> ExitStatus {
+  mutating func run() async throws -> ToolStatus {
     let started = Date()
     // The header.
     let header: CSVRecord
@@ -304,7 +304,7 @@ struct EnrichJob {
       console: console, total: input.size,
       enabled: !context.parsed.flag("quiet")
         && (console.stderrIsTTY || context.parsed.flag("progress")))
-    var worst = ExitStatus.success
+    var worst = ToolStatus.success
     var inputError: CSVError?
     while !interrupted.isRaised {
       var records: [CSVRecord] = []

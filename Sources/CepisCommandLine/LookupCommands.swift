@@ -12,7 +12,7 @@ import Foundation
 
 /// `cepis lookup CEP…`: one request per CEP (with coordinates), a few in flight.
 enum LookupCommand {
-  static func run(_ context: Context) async throws -> ExitStatus {
+  static func run(_ context: Context) async throws -> ToolStatus {
     let format = try context.format()
     let client = try context.client()
     let inputs = context.parsed.positionals
@@ -58,7 +58,7 @@ enum LookupCommand {
         text: result.textLine(bold: console.stdoutColor), json: result.json, csv: result.csvFields)
     }
     writer.end()
-    return ExitStatus.of(results.compactMap { $0?.status })
+    return ToolStatus.of(results.compactMap { $0?.status })
   }
 }
 
@@ -66,7 +66,7 @@ enum LookupCommand {
 enum BatchCommand {
   static let window = 2_000
 
-  static func run(_ context: Context) async throws -> ExitStatus {
+  static func run(_ context: Context) async throws -> ToolStatus {
     let format = try context.format()
     let client = try context.client()
     let path = context.parsed.positionals.first ?? "-"
@@ -82,7 +82,7 @@ enum BatchCommand {
     let resolver = Resolver(client: client)
     var writer = RecordWriter(format: format, console: console, csvHeader: CEPResult.csvHeader)
     writer.begin()
-    var worst = ExitStatus.success
+    var worst = ToolStatus.success
     var lines = LineSplitter()
     var finished = false
     while !finished {
@@ -111,7 +111,7 @@ enum BatchCommand {
           text: result.textLine(bold: console.stdoutColor), json: result.json,
           csv: result.csvFields)
       }
-      worst = max(worst, ExitStatus.of(statuses))
+      worst = max(worst, ToolStatus.of(statuses))
       console.flush()
     }
     writer.end()
@@ -156,7 +156,7 @@ struct LineSplitter {
 
 /// `cepis health`.
 enum HealthCommand {
-  static func run(_ context: Context) async throws -> ExitStatus {
+  static func run(_ context: Context) async throws -> ToolStatus {
     let format = try context.format()
     let client = try context.client()
     let health: Health
@@ -171,6 +171,11 @@ enum HealthCommand {
       ("ceps", .int(health.ceps)), ("base_gerada_em", .string(health.baseGeradaEm)),
       ("base_url", .string(client.baseURL.absoluteString)),
     ])
+    if format == .json {
+      // One report: a single object rather than an array.
+      context.console.out(json.rendered + "\n")
+      return health.ok ? .success : .failure
+    }
     var writer = RecordWriter(
       format: format, console: context.console,
       csvHeader: ["ok", "status", "dne", "ceps", "base_gerada_em", "base_url"])
@@ -192,14 +197,14 @@ enum HealthCommand {
 
 /// `cepis uf CEP…`: the state from the CEP ranges, offline.
 enum UFCommand {
-  static func run(_ context: Context) throws -> ExitStatus {
+  static func run(_ context: Context) throws -> ToolStatus {
     let format = try context.format()
     let console = context.console
     var writer = RecordWriter(
       format: format, console: console,
       csvHeader: ["input", "cep", "status", "uf", "name", "region"])
     writer.begin()
-    var worst = ExitStatus.success
+    var worst = ToolStatus.success
     for input in context.parsed.positionals {
       let cep = try? normalizeCEP(input)
       let uf = cep.flatMap { UF(cep: $0) }
@@ -238,23 +243,23 @@ enum UFCommand {
 
 /// `cepis cpf validate`, `cepis cnpj validate`: offline checks.
 enum DocumentCommands {
-  static func validateCPF(_ context: Context) throws -> ExitStatus {
+  static func validateCPF(_ context: Context) throws -> ToolStatus {
     try validate(context) { input throws(DocumentError) in try CPF(input).formatted }
   }
 
-  static func validateCNPJ(_ context: Context) throws -> ExitStatus {
+  static func validateCNPJ(_ context: Context) throws -> ToolStatus {
     try validate(context) { input throws(DocumentError) in try CNPJ(input).formatted }
   }
 
   private static func validate(
     _ context: Context, _ check: (String) throws(DocumentError) -> String
-  ) throws -> ExitStatus {
+  ) throws -> ToolStatus {
     let format = try context.format()
     let console = context.console
     var writer = RecordWriter(
       format: format, console: console, csvHeader: ["input", "valid", "formatted", "error"])
     writer.begin()
-    var worst = ExitStatus.success
+    var worst = ToolStatus.success
     for input in context.parsed.positionals {
       do throws(DocumentError) {
         let formatted = try check(input)

@@ -12,7 +12,7 @@ import Foundation
 
 /// `cepis mock`: runs CepisMock in the foreground until SIGINT or SIGTERM.
 enum MockCommand {
-  static func run(_ context: Context) async throws -> ExitStatus {
+  static func run(_ context: Context) async throws -> ToolStatus {
     let path = context.path
     let console = context.console
     var configuration = MockServer.Configuration()
