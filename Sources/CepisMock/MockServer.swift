@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import Foundation
 
 /// A real HTTP/1.1 server on 127.0.0.1 that speaks the cep.is and cpfhub.io protocols and
 /// misbehaves on demand.
@@ -50,7 +51,7 @@ public final class MockServer: Sendable {
     public init(
       port: Int = 0, dataset: MockDataset = .sample, cpfAPIKeys: Set<String> = ["test-key"],
       chaos: MockChaos? = nil, degraded: Bool = false, maxConnections: Int = 256,
-      idleTimeout: TimeInterval = 15, maxDribbleBytes: Int = 4_096, maxLogEntries: Int = 100_000,
+      idleTimeout: TimeInterval = 15, maxDribbleBytes: Int = 1_024, maxLogEntries: Int = 100_000,
       parserLimits: MockHTTPRequest.Limits = MockHTTPRequest.Limits()
     ) {
       self.port = port
@@ -231,6 +232,26 @@ struct ServerState {
   var faultCounts: [String: Int] = [:]
   var requestCount = 0
   var chaosIndex = 0
+  /// Diagnostics for leak tests: the kernel thread ids of the server's threads (Linux) and the
+  /// identities of the descriptors it opened (the first 10 000 of each).
+  var threadIDs: [Int32] = []
+  var descriptors: [DescriptorIdentity] = []
+}
+
+/// A descriptor number with the device and inode it referred to, so a test can tell whether
+/// it is still open (a reused number refers to another inode).
+struct DescriptorIdentity: Hashable, Sendable {
+  var fd: Int32
+  var device: UInt64
+  var inode: UInt64
+
+  init?(_ fd: Int32) {
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { return nil }
+    self.fd = fd
+    self.device = UInt64(info.st_dev)
+    self.inode = UInt64(info.st_ino)
+  }
 }
 
 /// How a connection ends.
@@ -272,7 +293,12 @@ final class ServerCore: Sendable {
       Sockets.setCloseOnExec(pipeFDs[1])
       let listenFD = listener.fd
       let wake = pipeFDs[0]
-      guard let handle = spawnThread({ [self] in acceptLoop(listenFD: listenFD, wake: wake) })
+      state.descriptors += [listenFD, pipeFDs[0], pipeFDs[1]].compactMap(DescriptorIdentity.init)
+      guard
+        let handle = spawnThread({ [self] in
+          recordThread()
+          acceptLoop(listenFD: listenFD, wake: wake)
+        })
       else {
         _ = close(listener.fd)
         _ = close(pipeFDs[0])
@@ -290,28 +316,28 @@ final class ServerCore: Sendable {
 
   func stop() {
     stopping.withLock { _ in
-      let snapshot = state.withLock { state -> (ThreadHandle?, [Int32], Int32)? in
-        guard state.phase == .running else {
-          state.phase = .stopped
-          return nil
-        }
-        state.phase = .stopped
-        return (state.acceptThread, Array(state.connections.values), state.wakeWrite)
+      // Shut the connections down while holding the lock: a connection thread deregisters
+      // its descriptor under the same lock before closing it, so every number shut down here
+      // still belongs to this server (never to a reused descriptor).
+      let snapshot = state.withLock { state -> (ThreadHandle?, Int32)? in
+        defer { state.phase = .stopped }
+        guard state.phase == .running else { return nil }
+        for fd in state.connections.values { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        return (state.acceptThread, state.wakeWrite)
       }
-      guard let (acceptThread, connections, wakeWrite) = snapshot else { return }
+      guard let (acceptThread, wakeWrite) = snapshot else { return }
       var byte: UInt8 = 1
       _ = write(wakeWrite, &byte, 1)
-      for fd in connections { _ = shutdown(fd, Int32(SHUT_RDWR)) }
       if let acceptThread { joinThread(acceptThread) }
-      // The accept thread is gone, so no connection can be added any more; shut down the
-      // ones registered since the snapshot and join every connection thread.
-      let (late, threads) = state.withLock { state in
-        let result = (Array(state.connections.values), Array(state.threads.values))
+      // The accept thread is gone, so no connection can be added any more; shut down any
+      // registered since the snapshot and join every connection thread.
+      let threads = state.withLock { state in
+        for fd in state.connections.values { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        let threads = Array(state.threads.values)
         state.threads.removeAll()
         state.finishedThreads.removeAll()
-        return result
+        return threads
       }
-      for fd in late where !connections.contains(fd) { _ = shutdown(fd, Int32(SHUT_RDWR)) }
       for thread in threads { joinThread(thread) }
       state.withLock { state in
         _ = close(state.listenFD)
@@ -384,6 +410,9 @@ final class ServerCore: Sendable {
         let id = state.nextConnectionID
         state.nextConnectionID += 1
         state.connections[id] = fd
+        if state.descriptors.count < 10_000, let identity = DescriptorIdentity(fd) {
+          state.descriptors.append(identity)
+        }
         return .accepted(id)
       }
       switch admission {
@@ -401,6 +430,7 @@ final class ServerCore: Sendable {
         _ = close(fd)
       case .accepted(let id):
         let handle = spawnThread { [self] in
+          recordThread()
           let end = serveConnection(fd: fd, wake: wake)
           finishConnection(id: id, fd: fd, end: end)
         }
@@ -412,6 +442,21 @@ final class ServerCore: Sendable {
         }
       }
     }
+  }
+
+  private func recordThread() {
+    #if os(Linux)
+      // `/proc/thread-self` links to `<pid>/task/<tid>` (portable across architectures, unlike
+      // the gettid syscall number).
+      var buffer = [CChar](repeating: 0, count: 64)
+      let length = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+      guard length > 0 else { return }
+      let link = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      guard let id = link.split(separator: "/").last.flatMap({ Int32($0) }) else { return }
+      state.withLock { state in
+        if state.threadIDs.count < 10_000 { state.threadIDs.append(id) }
+      }
+    #endif
   }
 
   private func finishConnection(id: Int, fd: Int32, end: ConnectionEnd) {
