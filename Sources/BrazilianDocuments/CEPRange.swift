@@ -12,7 +12,7 @@ public struct CEPRange: Sendable, Hashable {
   /// The prefixes covered, inclusive: `1000...19999` for São Paulo.
   public let prefixes: ClosedRange<Int>
 
-  /// Creates a range; used to build ``UF/cepRanges``.
+  /// Creates a range; used to build ``UF/cepRanges-swift.type.property``.
   public init(_ uf: UF, _ prefixes: ClosedRange<Int>) {
     self.uf = uf
     self.prefixes = prefixes
@@ -68,12 +68,12 @@ extension UF {
     CEPRange(.rs, 90_000...99_999),
   ]
 
-  /// The CEP ranges of this unit, from ``cepRanges``.
+  /// The CEP ranges of this unit, from ``cepRanges-swift.type.property``.
   public var cepRanges: [CEPRange] {
     Self.cepRanges.filter { $0.uf == self }
   }
 
-  /// The unit a CEP belongs to, looked up offline in ``cepRanges``.
+  /// The unit a CEP belongs to, looked up offline in ``cepRanges-swift.type.property``.
   ///
   /// Accepts eight digits, optionally written `01001-000` or `01.001-000`, with
   /// surrounding whitespace. Returns `nil` for anything else, and for a prefix that

@@ -18,6 +18,12 @@
 ///
 /// A CNPJ identifies a company, not a person, so unlike ``CPF`` its `description`
 /// is the full ``formatted`` value; ``redacted`` is still there for errors.
+///
+/// The Receita's scheme has a blind spot worth knowing when you rely on it to catch
+/// typing errors: a character's value is its ASCII code minus 48, and mod 11 cannot
+/// tell values 11 apart, so swapping `6` for `A`, `7` for `B`, `8` for `C`, `9` for
+/// `D`, or `A` for `L` or `W` in the first 12 places leaves both check digits
+/// unchanged. `11.444.777/0001-61` and `11.444.B77/0001-61` are both valid.
 public struct CNPJ: Sendable, Hashable {
   /// The fourteen characters, uppercase and without separators: `"12ABC34501DE35"`.
   public let value: String
@@ -102,8 +108,10 @@ public struct CNPJ: Sendable, Hashable {
   /// newFormat.isAlphanumeric  // true
   /// ```
   ///
-  /// - Parameter alphanumeric: `true` for the new format, with at least one letter
-  ///   among the first 12 characters; `false` for digits only.
+  /// - Parameters:
+  ///   - alphanumeric: `true` for the new format, with at least one letter among the
+  ///     first 12 characters; `false` for digits only.
+  ///   - generator: The source of randomness; a seeded one gives repeatable fixtures.
   public static func random(
     alphanumeric: Bool = false, using generator: inout some RandomNumberGenerator
   ) -> CNPJ {

@@ -92,8 +92,9 @@ public struct CPF: Sendable, Hashable {
   /// let paulista = CPF.random(region: .eighth, using: &generator)
   /// ```
   ///
-  /// - Parameter region: The fiscal region whose digit goes in 9th place, or `nil`
-  ///   for any.
+  /// - Parameters:
+  ///   - region: The fiscal region whose digit goes in 9th place, or `nil` for any.
+  ///   - generator: The source of randomness; a seeded one gives repeatable fixtures.
   public static func random(
     region: FiscalRegion? = nil, using generator: inout some RandomNumberGenerator
   ) -> CPF {

@@ -120,6 +120,25 @@ struct CNPJTests {
     }
   }
 
+  @Test("Values 11 apart are a blind spot of the scheme, as documented")
+  func elevenApart() throws {
+    #expect(CNPJ.isValid("11.444.777/0001-61"))
+    #expect(CNPJ.isValid("11.444.B77/0001-61"))
+    #expect(CNPJ.isValid("11.444.BBB/0001-61"))
+    #expect(try CNPJ("11444b77000161").isAlphanumeric)
+  }
+
+  @Test("Byte entry points take any collection of UTF-8 bytes")
+  func bytes() {
+    let line = "id;12.ABC.345/01DE-35;x"
+    let field = line.split(separator: ";")[1]
+    #expect(CNPJ.isValid(utf8: field.utf8))
+    #expect(CNPJ.isValid(utf8: [UInt8]("12ABC34501DE35".utf8)[...]))
+    let valid = Array("11222333000181".utf8).withUnsafeBufferPointer { CNPJ.isValid(utf8: $0) }
+    #expect(valid)
+    #expect(!CNPJ.isValid(utf8: [0x31, 0xFF, 0x31]))
+  }
+
   @Test("Codable as a single uppercase string; invalid input is rejected")
   func codable() throws {
     let cnpj = try CNPJ("12.abc.345/01de-35")

@@ -1,0 +1,419 @@
+import BrazilianDocuments
+import CepisHTTP
+import Foundation
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+/// A client for the CPF lookup API at [cpfhub.io](https://cpfhub.io).
+///
+/// ```swift
+/// let client = CPFClient()  // key from the CPFHUB_API_KEY environment variable
+/// let person = try await client.lookup("390.533.447-05")
+/// print(person.name, person.birthDate)
+/// ```
+///
+/// `CPFClient` is an immutable value, safe to share between tasks; keep one per process, since
+/// it keeps its connections and its retry budget. Every call checks the CPF (length and check
+/// digits), the key and the transport before sending anything; then it retries 429, 5xx and
+/// network failures with full-jitter backoff (honouring `Retry-After`) and enforces its own
+/// deadlines, on Linux as on Apple platforms.
+///
+/// The API key is sent only in the `x-api-key` header, and only over HTTPS (or plain HTTP to a
+/// loopback host, for tests). It never appears in an error, a URL, the `User-Agent`, or the
+/// client's `description`, `debugDescription` or `dump`.
+public struct CPFClient: Sendable {
+  /// The public API: `https://api.cpfhub.io`.
+  public static let defaultBaseURL: URL = {
+    guard let url = URL(string: "https://api.cpfhub.io") else { preconditionFailure("constant") }
+    return url
+  }()
+
+  /// The environment variable read when no key is passed: `CPFHUB_API_KEY`.
+  public static let apiKeyEnvironmentVariable = "CPFHUB_API_KEY"
+
+  /// This library's version, as sent in the `User-Agent`.
+  public static let version = "0.1.0"
+
+  /// The largest response body accepted: anything bigger is
+  /// ``CPFHubError/invalidResponse(reason:)``.
+  static let maxBodyBytes = 1 << 20
+
+  /// The API's base URL, without trailing slashes.
+  public let baseURL: URL
+  /// The path before the CPF, such as `"/cpf"` or `"/v1/cpf"` (cpfhub's documents show both).
+  public let pathPrefix: String
+  /// The deadline of each attempt, in seconds (sub-second values are honoured).
+  public let timeout: TimeInterval
+  /// Attempts in all for one call, the first included.
+  public let maxAttempts: Int
+  /// The first backoff window, in seconds; it doubles with each retry.
+  public let backoffBase: TimeInterval
+  /// The longest wait between attempts, `Retry-After` included.
+  public let backoffMax: TimeInterval
+  /// The deadline of a whole call, attempts and waits included; `nil` for none.
+  public let totalTimeout: TimeInterval?
+  /// The `User-Agent` sent; `nil` sends `cpfhub-swift/<version>`.
+  public let userAgent: String?
+  /// The client-wide retry budget; `nil` when disabled.
+  public let retryBudget: RetryBudget?
+
+  /// Whether the client has an API key (given, or found in the environment).
+  public var hasAPIKey: Bool { apiKey != nil }
+
+  private let apiKey: APIKey?
+  private let base: String
+  private let executor: HTTPExecutor
+
+  /// Creates a client.
+  ///
+  /// - Parameters:
+  ///   - apiKey: the cpfhub.io key; `nil` reads the `CPFHUB_API_KEY` environment variable.
+  ///     Surrounding whitespace is ignored; an empty key counts as none.
+  ///   - baseURL: the API's address. Must be `https://`, or `http://` to a loopback host
+  ///     (`127.0.0.0/8`, `::1`, `localhost`); anything else fails every call with
+  ///     ``CPFHubError/insecureTransport(host:)`` before a request is made.
+  ///   - pathPrefix: the path before the CPF (`"/cpf"` or `"/v1/cpf"`).
+  ///   - timeout: the deadline of each attempt, in seconds.
+  ///   - maxAttempts: attempts in all (at least 1).
+  ///   - backoffBase: the first backoff window; the wait before attempt n+1 is drawn
+  ///     uniformly from `[0, min(backoffBase · 2^(n−1), backoffMax)]`.
+  ///   - backoffMax: the longest wait between attempts; also caps `Retry-After`.
+  ///   - totalTimeout: a hard deadline for the whole call, or `nil`.
+  ///   - userAgent: overrides the `User-Agent` header.
+  ///   - session: its configuration (proxies, headers) is used for the client's own session;
+  ///     its delegate is not, because the client streams bodies itself to enforce its size cap
+  ///     and deadlines.
+  ///   - retryBudget: the client-wide retry budget (see ``RetryBudget``); `nil` disables it.
+  public init(
+    apiKey: String? = nil,
+    baseURL: URL = CPFClient.defaultBaseURL,
+    pathPrefix: String = "/cpf",
+    timeout: TimeInterval = 10,
+    maxAttempts: Int = 3,
+    backoffBase: TimeInterval = 0.5,
+    backoffMax: TimeInterval = 8,
+    totalTimeout: TimeInterval? = 15,
+    userAgent: String? = nil,
+    session: URLSession = .shared,
+    retryBudget: RetryBudget? = .standard
+  ) {
+    self.init(
+      apiKey: apiKey, baseURL: baseURL, pathPrefix: pathPrefix, timeout: timeout,
+      maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
+      totalTimeout: totalTimeout, userAgent: userAgent, session: session,
+      retryBudget: retryBudget, environment: ProcessInfo.processInfo.environment,
+      httpEnvironment: .live)
+  }
+
+  /// The designated initializer, with the process environment (for the key fallback) and the
+  /// retry loop's clock, sleeper and random source injectable for tests.
+  package init(
+    apiKey: String?,
+    baseURL: URL,
+    pathPrefix: String,
+    timeout: TimeInterval,
+    maxAttempts: Int,
+    backoffBase: TimeInterval,
+    backoffMax: TimeInterval,
+    totalTimeout: TimeInterval?,
+    userAgent: String?,
+    session: URLSession,
+    retryBudget: RetryBudget?,
+    environment: [String: String],
+    httpEnvironment: HTTPEnvironment = .live
+  ) {
+    self.apiKey = APIKey(apiKey ?? environment[Self.apiKeyEnvironmentVariable])
+    var text = baseURL.absoluteString
+    while text.hasSuffix("/") { text.removeLast() }
+    self.base = text
+    self.baseURL = URL(string: text) ?? baseURL
+    self.pathPrefix = Self.normalize(pathPrefix: pathPrefix)
+    let policy = RetryPolicy(
+      maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
+      attemptTimeout: timeout, totalTimeout: totalTimeout)
+    self.timeout = policy.attemptTimeout
+    self.maxAttempts = policy.maxAttempts
+    self.backoffBase = policy.backoffBase
+    self.backoffMax = policy.backoffMax
+    self.totalTimeout = policy.totalTimeout
+    self.userAgent = userAgent
+    self.retryBudget = retryBudget
+    self.executor = HTTPExecutor(
+      policy: policy,
+      transport: HTTPTransport(
+        configuration: session.configuration, maxBodyBytes: Self.maxBodyBytes),
+      budget: retryBudget.map { CepisHTTP.RetryBudget($0.core) },
+      environment: httpEnvironment)
+  }
+
+  /// Looks up the person a CPF belongs to.
+  ///
+  /// Sends `GET {baseURL}{pathPrefix}/{11 digits}` with the headers `x-api-key` and
+  /// `Accept: application/json`.
+  ///
+  /// ```swift
+  /// let person = try await client.lookup("390.533.447-05")
+  /// ```
+  ///
+  /// - Parameter cpf: masked or not (`"390.533.447-05"`, `"39053344705"`).
+  /// - Returns: the person, whose ``Person/cpf`` is the CPF asked for.
+  /// - Throws: ``CPFHubError``. Checked in this order before any request: `invalidCPF`
+  ///   (length, characters, check digits), `missingAPIKey`, `insecureTransport`. Then
+  ///   `unauthorized` (401/403), `notFound` (404 or `"success": false`), and after retries
+  ///   `rateLimited`, `serverError`, `networkError` or `timeout`; `invalidResponse` for an
+  ///   answer that is not the API's. Cancelling the task ends the call promptly with
+  ///   `CancellationError`.
+  public func lookup(_ cpf: String) async throws -> Person {
+    let document: CPF
+    do {
+      document = try CPF(cpf)
+    } catch {
+      throw CPFHubError.invalidCPF(error)
+    }
+    guard let apiKey else { throw CPFHubError.missingAPIKey }
+    try checkTransport()
+    let response = try await send(digits: document.digits, apiKey: apiKey)
+    return try Self.interpret(response, for: document)
+  }
+
+  // MARK: - Plumbing
+
+  /// Refuses any base URL that would carry the key in cleartext off this machine.
+  func checkTransport() throws {
+    let scheme = baseURL.scheme?.lowercased() ?? ""
+    let host = baseURL.host ?? ""
+    if scheme == "https", !host.isEmpty { return }
+    if scheme == "http", Self.isLoopback(host: host) { return }
+    throw CPFHubError.insecureTransport(host: host.isEmpty ? "(no host)" : String(host.prefix(100)))
+  }
+
+  private func send(digits: String, apiKey: APIKey) async throws -> HTTPResponse {
+    guard let url = URL(string: base + pathPrefix + "/" + digits) else {
+      throw CPFHubError.invalidResponse(reason: "cannot build a URL from the base URL")
+    }
+    var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData)
+    request.httpMethod = "GET"
+    request.timeoutInterval = max(60, timeout * 4)
+    request.setValue(
+      userAgent ?? "cpfhub-swift/\(Self.version)", forHTTPHeaderField: "User-Agent")
+    request.setValue("application/json", forHTTPHeaderField: "Accept")
+    request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
+    request.setValue(apiKey.value, forHTTPHeaderField: "x-api-key")
+    do {
+      return try await executor.perform(request)
+    } catch let failure as HTTPFailure {
+      throw Self.map(failure)
+    }
+  }
+
+  static func map(_ failure: HTTPFailure) -> CPFHubError {
+    switch failure {
+    case .rateLimited(let retryAfter, _): return .rateLimited(retryAfter: retryAfter)
+    case .serverError(let status, _): return .serverError(status: status)
+    case .network(let reason): return .networkError(reason: reason)
+    case .timedOut(let reason): return .timeout(reason: reason)
+    case .bodyTooLarge(let limit):
+      return .invalidResponse(reason: "response body larger than \(limit) bytes")
+    }
+  }
+
+  /// Turns a response that the retry core did not retry into a person or an error.
+  ///
+  /// Bodies are never quoted in errors: they hold names, birth dates and CPFs.
+  static func interpret(_ response: HTTPResponse, for cpf: CPF) throws -> Person {
+    switch response.status {
+    case 200..<300:
+      try requireJSON(response)
+      let envelope: Envelope
+      do {
+        envelope = try JSONDecoder().decode(Envelope.self, from: response.body)
+      } catch {
+        throw CPFHubError.invalidResponse(reason: "JSON of an unexpected shape")
+      }
+      guard envelope.success else { throw CPFHubError.notFound(redactedCPF: cpf.redacted) }
+      guard let person = envelope.data else {
+        throw CPFHubError.invalidResponse(reason: "\"success\": true without \"data\"")
+      }
+      guard person.cpf == cpf else {
+        throw CPFHubError.invalidResponse(reason: "the API answered for another CPF")
+      }
+      return person
+    case 400:
+      if response.looksLikeHTML { throw unexpectedStatus(response) }
+      throw CPFHubError.invalidCPF(nil)
+    case 401, 403:
+      throw CPFHubError.unauthorized(status: response.status)
+    case 404:
+      if response.looksLikeHTML { throw unexpectedStatus(response) }
+      throw CPFHubError.notFound(redactedCPF: cpf.redacted)
+    default:
+      throw unexpectedStatus(response)
+    }
+  }
+
+  /// The response envelope: `{"success": Bool, "data": {…}}`. `data` is decoded only when
+  /// `success` is true, so a failure's payload of any shape is still a clean "not found".
+  private struct Envelope: Decodable {
+    var success: Bool
+    var data: Person?
+
+    enum CodingKeys: String, CodingKey { case success, data }
+
+    init(from decoder: any Decoder) throws {
+      let container = try decoder.container(keyedBy: CodingKeys.self)
+      success = try container.decode(Bool.self, forKey: .success)
+      data = success ? try container.decodeIfPresent(Person.self, forKey: .data) : nil
+    }
+  }
+
+  private static func requireJSON(_ response: HTTPResponse) throws {
+    if response.looksLikeHTML {
+      throw CPFHubError.invalidResponse(
+        reason:
+          "expected JSON, got an HTML page (HTTP \(response.status); captive portal or proxy?)"
+      )
+    }
+    if let type = response.mediaType, !response.isJSON, type != "text/plain" {
+      throw CPFHubError.invalidResponse(reason: "expected JSON, got \(type.prefix(60))")
+    }
+  }
+
+  private static func unexpectedStatus(_ response: HTTPResponse) -> CPFHubError {
+    let kind = response.looksLikeHTML ? " with an HTML page" : ""
+    return .invalidResponse(reason: "unexpected HTTP status \(response.status)\(kind)")
+  }
+
+  private static func normalize(pathPrefix: String) -> String {
+    var text = pathPrefix.trimmingCharacters(in: .whitespaces)
+    while text.hasSuffix("/") { text.removeLast() }
+    guard !text.isEmpty else { return "" }
+    if !text.hasPrefix("/") { text = "/" + text }
+    var allowed = CharacterSet.urlPathAllowed
+    allowed.remove(charactersIn: "?#;")
+    return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+  }
+
+  /// Whether `host` is a loopback name or address: `localhost`, `127.0.0.0/8` in strict
+  /// dotted-quad form, or `::1` (also written in full, or IPv4-mapped `::ffff:127.x.y.z`).
+  package static func isLoopback(host: String) -> Bool {
+    var name = host.lowercased()
+    if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+    if name.hasSuffix(".") { name.removeLast() }
+    if name == "localhost" { return true }
+    if let octets = ipv4(name) { return octets[0] == 127 }
+    if let groups = ipv6(name) {
+      if groups == [0, 0, 0, 0, 0, 0, 0, 1] { return true }
+      // IPv4-mapped: ::ffff:127.0.0.1
+      return groups[0..<5].allSatisfy { $0 == 0 } && groups[5] == 0xFFFF && groups[6] >> 8 == 127
+    }
+    return false
+  }
+
+  private static func ipv4(_ text: String) -> [Int]? {
+    let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count == 4 else { return nil }
+    var octets: [Int] = []
+    for part in parts {
+      guard (1...3).contains(part.utf8.count),
+        part.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+        part.utf8.count == 1 || part.first != "0",
+        let value = Int(part), value <= 255
+      else { return nil }
+      octets.append(value)
+    }
+    return octets
+  }
+
+  private static func ipv6(_ text: String) -> [Int]? {
+    guard text.contains(":"), !text.contains("%") else { return nil }
+    func groups(_ part: Substring) -> [Int]? {
+      if part.isEmpty { return [] }
+      var result: [Int] = []
+      let pieces = part.split(separator: ":", omittingEmptySubsequences: false)
+      for (index, piece) in pieces.enumerated() {
+        if index == pieces.count - 1, piece.contains("."), let v4 = ipv4(String(piece)) {
+          result += [v4[0] << 8 | v4[1], v4[2] << 8 | v4[3]]
+          continue
+        }
+        guard (1...4).contains(piece.utf8.count), let value = Int(piece, radix: 16) else {
+          return nil
+        }
+        result.append(value)
+      }
+      return result
+    }
+    let halves = text.components(separatedBy: "::")
+    switch halves.count {
+    case 1:
+      guard let all = groups(Substring(text)), all.count == 8 else { return nil }
+      return all
+    case 2:
+      guard let head = groups(Substring(halves[0])), let tail = groups(Substring(halves[1])),
+        head.count + tail.count < 8
+      else { return nil }
+      return head + Array(repeating: 0, count: 8 - head.count - tail.count) + tail
+    default:
+      return nil
+    }
+  }
+}
+
+extension CPFClient: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+  /// The client's settings, the API key shown as `<redacted>`.
+  public var description: String {
+    let total = totalTimeout.map { "\($0) s" } ?? "none"
+    return
+      "CPFClient(baseURL: \(base), pathPrefix: \(pathPrefix), apiKey: \(APIKey.describe(apiKey)), "
+      + "timeout: \(timeout) s, maxAttempts: \(maxAttempts), totalTimeout: \(total))"
+  }
+
+  /// The same as ``description``.
+  public var debugDescription: String { description }
+
+  /// The client's settings for `dump` and debuggers, the API key shown as `<redacted>`.
+  public var customMirror: Mirror {
+    Mirror(
+      self,
+      children: [
+        "baseURL": base,
+        "pathPrefix": pathPrefix,
+        "apiKey": APIKey.describe(apiKey),
+        "timeout": timeout,
+        "maxAttempts": maxAttempts,
+        "backoffBase": backoffBase,
+        "backoffMax": backoffMax,
+        "totalTimeout": totalTimeout as Any,
+        "userAgent": userAgent as Any,
+        "retryBudget": retryBudget as Any,
+      ],
+      displayStyle: .struct)
+  }
+}
+
+/// The API key, in a box whose every textual form is `<redacted>`, so that even a mirror
+/// that walks the client's storage cannot print it.
+struct APIKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+  CustomReflectable
+{
+  /// The key itself, for the `x-api-key` header only.
+  let value: String
+
+  /// A key from `text`, trimmed; `nil` when `text` is `nil`, blank, or holds characters that
+  /// cannot go in an HTTP header (control characters, which could split the request).
+  init?(_ text: String?) {
+    guard let text else { return nil }
+    let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+    guard !trimmed.isEmpty,
+      trimmed.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+    else { return nil }
+    value = trimmed
+  }
+
+  var description: String { "<redacted>" }
+  var debugDescription: String { "<redacted>" }
+  var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+
+  static func describe(_ key: APIKey?) -> String { key == nil ? "<none>" : "<redacted>" }
+}

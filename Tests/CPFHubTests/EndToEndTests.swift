@@ -1,0 +1,377 @@
+import BrazilianDocuments
+import CPFHub
+import CepisMock
+import Foundation
+import Testing
+
+@Suite("CPFClient against CepisMock")
+struct EndToEndTests {
+  @Test func validCPFReturnsThePerson() async throws {
+    try await withServer { server in
+      let expected = knownPerson(server)
+      let person = try await makeClient(server).lookup(expected.cpf)
+      #expect(person.cpf.digits == expected.cpf)
+      #expect(person.name == expected.name)
+      #expect(person.nameUpper == expected.nameUpper)
+      #expect(person.gender == expected.gender)
+      #expect(person.birthDate == expected.birthDate)
+      #expect(person.day == expected.day)
+      #expect(person.month == expected.month)
+      #expect(person.year == expected.year)
+      #expect(person.birthDateComponents.year == expected.year)
+      #expect(person.birthDateComponents.month == expected.month)
+      #expect(person.birthDateComponents.day == expected.day)
+
+      let requests = server.requests
+      #expect(requests.count == 1)
+      #expect(requests.first?.path == "/cpf/\(expected.cpf)")
+      #expect(requests.first?.headers["x-api-key"] == testKey)
+      #expect(requests.first?.headers["accept"] == "application/json")
+      #expect(requests.first?.headers["user-agent"]?.hasPrefix("cpfhub-swift/") == true)
+    }
+  }
+
+  @Test func formattedInputIsSentAsDigits() async throws {
+    try await withServer { server in
+      let expected = knownPerson(server, index: 1)
+      let formatted = try CPF(expected.cpf).formatted
+      let person = try await makeClient(server).lookup(" \(formatted) ")
+      #expect(person.cpf.digits == expected.cpf)
+      #expect(server.requests.map(\.path) == ["/cpf/\(expected.cpf)"])
+    }
+  }
+
+  @Test func v1PathPrefix() async throws {
+    try await withServer { server in
+      let expected = knownPerson(server, index: 2)
+      let person = try await makeClient(server, pathPrefix: "/v1/cpf/").lookup(expected.cpf)
+      #expect(person.name == expected.name)
+      #expect(server.requests.map(\.path) == ["/v1/cpf/\(expected.cpf)"])
+    }
+  }
+
+  @Test func wrongCheckDigitsFailLocallyWithZeroRequests() async throws {
+    try await withServer { server in
+      let digits = wrongCheckDigit(knownPerson(server).cpf)
+      let error = await expectCPFHubError { try await makeClient(server).lookup(digits) }
+      guard case .invalidCPF(.checkDigitMismatch?) = error else {
+        Issue.record("got \(String(describing: error))")
+        return
+      }
+      #expect(error?.errorDescription == "CPF inválido. Confira os dígitos informados.")
+      #expect(server.requests.isEmpty)
+    }
+  }
+
+  @Test(arguments: ["", "123", "123456789012", "abc.def.ghi-jk", "111.111.111-11"])
+  func malformedCPFsFailLocallyWithZeroRequests(_ input: String) async throws {
+    try await withServer { server in
+      let error = await expectCPFHubError { try await makeClient(server).lookup(input) }
+      guard case .invalidCPF(let reason?) = error else {
+        Issue.record("got \(String(describing: error))")
+        return
+      }
+      #expect(reason.kind == .cpf)
+      #expect(error?.isRetriable == false)
+      #expect(server.requests.isEmpty)
+    }
+  }
+
+  @Test func missingKeyFailsWithZeroRequests() async throws {
+    try await withServer { server in
+      let person = knownPerson(server)
+      for environment in [[:], ["CPFHUB_API_KEY": ""], ["CPFHUB_API_KEY": "  \n"]] {
+        let client = makeClient(server, apiKey: nil, environment: environment)
+        #expect(!client.hasAPIKey)
+        let error = await expectCPFHubError { try await client.lookup(person.cpf) }
+        #expect(error == .missingAPIKey)
+        #expect(error?.errorDescription == "Chave de API não configurada.")
+      }
+      #expect(server.requests.isEmpty)
+    }
+  }
+
+  @Test func keyFallsBackToTheEnvironment() async throws {
+    try await withServer { server in
+      let expected = knownPerson(server)
+      let client = makeClient(server, apiKey: nil, environment: ["CPFHUB_API_KEY": testKey])
+      #expect(client.hasAPIKey)
+      let person = try await client.lookup(expected.cpf)
+      #expect(person.name == expected.name)
+      #expect(server.requests.first?.headers["x-api-key"] == testKey)
+    }
+  }
+
+  @Test func explicitKeyWinsOverTheEnvironment() async throws {
+    try await withServer { server in
+      let client = makeClient(server, apiKey: "wrong", environment: ["CPFHUB_API_KEY": testKey])
+      let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
+      #expect(error == .unauthorized(status: 401))
+    }
+  }
+
+  @Test func wrongKeyIsUnauthorizedAndNotRetried() async throws {
+    try await withServer { server in
+      let client = makeClient(server, apiKey: "not-the-key")
+      let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
+      #expect(error == .unauthorized(status: 401))
+      #expect(error?.isRetriable == false)
+      #expect(server.requests.count == 1)
+    }
+  }
+
+  @Test func forbiddenIsUnauthorized() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.status(403)])
+      let error = await expectCPFHubError {
+        try await makeClient(server).lookup(knownPerson(server).cpf)
+      }
+      #expect(error == .unauthorized(status: 403))
+      #expect(server.requests.count == 1)
+    }
+  }
+
+  @Test func unknownCPFIsNotFound() async throws {
+    try await withServer { server in
+      let cpf = unknownCPF(server)
+      let error = await expectCPFHubError { try await makeClient(server).lookup(cpf.digits) }
+      #expect(error == .notFound(redactedCPF: cpf.redacted))
+      #expect(error?.errorDescription == "CPF não encontrado na base de dados.")
+      #expect(server.requests.count == 1)
+    }
+  }
+
+  @Test func successFalseIsNotFound() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.successFalse])
+      let person = knownPerson(server)
+      let error = await expectCPFHubError { try await makeClient(server).lookup(person.cpf) }
+      let redacted = try CPF(person.cpf).redacted
+      #expect(error == .notFound(redactedCPF: redacted))
+      #expect(server.requests.count == 1)
+    }
+  }
+
+  @Test func apiRejectionIsInvalidCPF() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.status(400)])
+      let error = await expectCPFHubError {
+        try await makeClient(server).lookup(knownPerson(server).cpf)
+      }
+      #expect(error == .invalidCPF(nil))
+      #expect(server.requests.count == 1)
+    }
+  }
+
+  @Test func rateLimitedThenSuccess() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.status(429, retryAfter: "1")])
+      let expected = knownPerson(server)
+      let person = try await makeClient(server).lookup(expected.cpf)
+      #expect(person.name == expected.name)
+      #expect(server.requests.count == 2)
+    }
+  }
+
+  @Test func retryAfterIsHonoured() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.status(429, retryAfter: "1")])
+      let start = Date()
+      _ = try await makeClient(server, backoffMax: 2).lookup(knownPerson(server).cpf)
+      let elapsed = Date().timeIntervalSince(start)
+      #expect(elapsed >= 0.9)
+      #expect(elapsed < 1.9)
+    }
+  }
+
+  @Test func rateLimitedExhausted() async throws {
+    try await withServer { server in
+      server.script(.cpf, Array(repeating: .status(429, retryAfter: "0"), count: 3))
+      let error = await expectCPFHubError {
+        try await makeClient(server).lookup(knownPerson(server).cpf)
+      }
+      #expect(error == .rateLimited(retryAfter: 0))
+      #expect(error?.isRetriable == true)
+      #expect(server.requests.count == 3)
+    }
+  }
+
+  @Test func serviceUnavailableExhausted() async throws {
+    try await withServer { server in
+      server.script(.cpf, Array(repeating: .status(503), count: 3))
+      let error = await expectCPFHubError {
+        try await makeClient(server).lookup(knownPerson(server).cpf)
+      }
+      #expect(error == .serverError(status: 503))
+      #expect(error?.isRetriable == true)
+      #expect(server.requests.count == 3)
+    }
+  }
+
+  @Test func serverErrorThenSuccess() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.status(500), .status(502)])
+      let expected = knownPerson(server)
+      let person = try await makeClient(server).lookup(expected.cpf)
+      #expect(person.cpf.digits == expected.cpf)
+      #expect(server.requests.count == 3)
+    }
+  }
+
+  @Test func slowHeadersTimeOut() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.delayHeaders(0.6), .delayHeaders(0.6)])
+      let client = makeClient(server, timeout: 0.2, maxAttempts: 2)
+      let start = Date()
+      let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
+      guard case .timeout = error else {
+        Issue.record("got \(String(describing: error))")
+        return
+      }
+      #expect(Date().timeIntervalSince(start) < 0.6)
+      #expect(error?.isRetriable == true)
+      #expect(server.requests.count == 2)
+    }
+  }
+
+  @Test func totalTimeoutIsEnforced() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.delayHeaders(0.6)])
+      let client = makeClient(server, timeout: 2, totalTimeout: 0.25)
+      let start = Date()
+      let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
+      guard case .timeout = error else {
+        Issue.record("got \(String(describing: error))")
+        return
+      }
+      #expect(Date().timeIntervalSince(start) < 0.55)
+    }
+  }
+
+  @Test func connectionResetIsANetworkErrorAfterRetries() async throws {
+    try await withServer { server in
+      server.script(.cpf, Array(repeating: .resetBeforeHeaders, count: 3))
+      let error = await expectCPFHubError {
+        try await makeClient(server).lookup(knownPerson(server).cpf)
+      }
+      guard case .networkError = error else {
+        Issue.record("got \(String(describing: error))")
+        return
+      }
+      #expect(error?.isRetriable == true)
+    }
+  }
+
+  @Test func connectionRefusedIsANetworkError() async throws {
+    let server = MockServer(configuration: .init(cpfAPIKeys: [testKey]))
+    try await server.start()
+    let base = server.baseURL
+    let cpf = knownPerson(server).cpf
+    await server.stop()
+    let error = await expectCPFHubError { try await makeClient(nil, baseURL: base).lookup(cpf) }
+    guard case .networkError = error else {
+      Issue.record("got \(String(describing: error))")
+      return
+    }
+  }
+
+  @Test func htmlPageIsAnInvalidResponse() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.htmlPortal])
+      let error = await expectCPFHubError {
+        try await makeClient(server).lookup(knownPerson(server).cpf)
+      }
+      guard case .invalidResponse = error else {
+        Issue.record("got \(String(describing: error))")
+        return
+      }
+      #expect(error?.isRetriable == false)
+      #expect(server.requests.count == 1)
+    }
+  }
+
+  @Test func wrongShapeJSONIsAnInvalidResponse() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.wrongShapeJSON])
+      let error = await expectCPFHubError {
+        try await makeClient(server).lookup(knownPerson(server).cpf)
+      }
+      guard case .invalidResponse = error else {
+        Issue.record("got \(String(describing: error))")
+        return
+      }
+    }
+  }
+
+  @Test func answerForAnotherCPFIsAnInvalidResponse() async throws {
+    try await withServer { server in
+      let other = knownPerson(server, index: 3)
+      let body =
+        #"{"success":true,"data":{"cpf":"\#(other.cpf)","name":"X","nameUpper":"X","#
+        + #""gender":"M","birthDate":"01/02/1990","day":1,"month":2,"year":1990}}"#
+      server.script(.cpf, [.status(200, body: body)])
+      let error = await expectCPFHubError {
+        try await makeClient(server).lookup(knownPerson(server).cpf)
+      }
+      #expect(error == .invalidResponse(reason: "the API answered for another CPF"))
+    }
+  }
+
+  @Test func oversizedBodyIsAnInvalidResponse() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.oversizedBody(bytes: 2 << 20)])
+      let error = await expectCPFHubError {
+        try await makeClient(server).lookup(knownPerson(server).cpf)
+      }
+      guard case .invalidResponse = error else {
+        Issue.record("got \(String(describing: error))")
+        return
+      }
+      #expect(server.requests.count == 1)
+    }
+  }
+
+  @Test(arguments: [
+    "http://example.com", "http://0.0.0.0", "ftp://127.0.0.1", "http://10.0.0.1",
+    "http://127.0.0.1.example.com", "http://[::2]", "http://localhost.example.com",
+  ])
+  func cleartextIsRefusedWithZeroRequests(_ base: String) async throws {
+    try await withServer { server in
+      // Aim at the mock's port, so that a request that did go out would show in its log.
+      let url = URL(string: "\(base):\(server.port)")!
+      let error = await expectCPFHubError {
+        try await makeClient(server, baseURL: url).lookup(knownPerson(server).cpf)
+      }
+      guard case .insecureTransport = error else {
+        Issue.record("got \(String(describing: error))")
+        return
+      }
+      #expect(error?.errorDescription == "Conexão insegura recusada. A consulta exige HTTPS.")
+      #expect(server.requests.isEmpty)
+    }
+  }
+
+  @Test func loopbackNamesAreAllowedOverHTTP() async throws {
+    try await withServer { server in
+      let expected = knownPerson(server)
+      let url = URL(string: "http://localhost:\(server.port)")!
+      let person = try await makeClient(server, baseURL: url).lookup(expected.cpf)
+      #expect(person.name == expected.name)
+    }
+  }
+
+  @Test func cancellationEndsTheCallPromptly() async throws {
+    try await withServer { server in
+      server.script(.cpf, [.delayHeaders(0.8)])
+      let client = makeClient(server)
+      let cpf = knownPerson(server).cpf
+      let task = Task { try await client.lookup(cpf) }
+      try await Task.sleep(nanoseconds: 100_000_000)
+      let start = Date()
+      task.cancel()
+      let result = await task.result
+      #expect(Date().timeIntervalSince(start) < 0.4)
+      #expect(throws: CancellationError.self) { try result.get() }
+    }
+  }
+}

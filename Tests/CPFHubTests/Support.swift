@@ -1,0 +1,102 @@
+import BrazilianDocuments
+import CPFHub
+import CepisMock
+import Foundation
+import Testing
+
+/// The key the mock accepts in these tests: distinctive, so a leak is easy to find.
+let testKey = "sk_test_9f8e7d6c5b4a-SECRET"
+
+/// Starts a mock server, runs `body`, and stops the server whatever happens.
+func withServer<T>(
+  isolation: isolated (any Actor)? = #isolation,
+  _ body: (MockServer) async throws -> T
+) async throws -> T {
+  let server = MockServer(configuration: .init(cpfAPIKeys: [testKey]))
+  try await server.start()
+  do {
+    let result = try await body(server)
+    await server.stop()
+    return result
+  } catch {
+    await server.stop()
+    throw error
+  }
+}
+
+/// A fast client for tests: tiny backoffs, short deadlines, no reading of the real environment.
+func makeClient(
+  _ server: MockServer?,
+  apiKey: String? = testKey,
+  baseURL: URL? = nil,
+  pathPrefix: String = "/cpf",
+  timeout: TimeInterval = 2,
+  maxAttempts: Int = 3,
+  backoffMax: TimeInterval = 0.05,
+  totalTimeout: TimeInterval? = 5,
+  userAgent: String? = nil,
+  environment: [String: String] = [:]
+) -> CPFClient {
+  CPFClient(
+    apiKey: apiKey,
+    baseURL: baseURL ?? server?.baseURL ?? URL(string: "http://127.0.0.1:9")!,
+    pathPrefix: pathPrefix, timeout: timeout, maxAttempts: maxAttempts, backoffBase: 0.01,
+    backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent, session: .shared,
+    retryBudget: .standard, environment: environment)
+}
+
+/// A person the mock knows.
+func knownPerson(_ server: MockServer, index: Int = 0) -> MockPerson {
+  server.dataset.people[index % server.dataset.people.count]
+}
+
+/// A valid CPF the mock does not know.
+func unknownCPF(_ server: MockServer) -> CPF {
+  while true {
+    let cpf = CPF.random()
+    if server.dataset.person(for: cpf.digits) == nil { return cpf }
+  }
+}
+
+/// `digits` with its last check digit changed, so it fails validation.
+func wrongCheckDigit(_ digits: String) -> String {
+  let last = Int(String(digits.last!))!
+  return String(digits.dropLast()) + String((last + 1) % 10)
+}
+
+/// Runs `body` and returns the `CPFHubError` it throws; records an issue if it throws
+/// something else or nothing.
+func expectCPFHubError(
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ body: () async throws -> Person
+) async -> CPFHubError? {
+  do {
+    let person = try await body()
+    Issue.record("expected an error, got a person \(person.cpf)", sourceLocation: sourceLocation)
+    return nil
+  } catch let error as CPFHubError {
+    return error
+  } catch {
+    Issue.record("expected CPFHubError, got \(error)", sourceLocation: sourceLocation)
+    return nil
+  }
+}
+
+/// Every textual form of a value a program might print or log.
+func allStrings(of value: Any) -> [String] {
+  var dumped = ""
+  dump(value, to: &dumped)
+  var strings = [String(describing: value), String(reflecting: value), dumped]
+  for child in Mirror(reflecting: value).children {
+    strings.append(String(describing: child.value))
+    strings.append(String(reflecting: child.value))
+  }
+  if let error = value as? CPFHubError {
+    strings.append(error.message)
+    strings.append(error.errorDescription ?? "")
+    strings.append(error.localizedDescription)
+    strings.append(error.description)
+    strings.append((error as NSError).localizedDescription)
+  }
+  return strings
+}
