@@ -211,6 +211,44 @@ struct EndToEndTests {
     #expect(badCNPJ.err.contains("CNPJ"))
   }
 
+  @Test func cpfLookupThroughCPFHub() async throws {
+    let configuration = MockServer.Configuration(cpfAPIKeys: ["right-key"])
+    try await withMock(configuration) { server in
+      let url = server.baseURL.absoluteString
+      let person = try #require(server.dataset.people.first)
+      let ok = try await CLI.run(
+        ["cpf", "lookup", "--cpfhub-url", url, person.cpf],
+        env: ["CPFHUB_API_KEY": "right-key"])
+      #expect(ok.status == 0)
+      #expect(ok.out.contains(person.name))
+      #expect(ok.out.contains(person.cpf.prefix(3) + "." + person.cpf.dropFirst(3).prefix(3)))
+      let json = try await CLI.run(
+        ["cpf", "lookup", "--format", "json", person.cpf],
+        env: ["CPFHUB_API_KEY": "right-key", "CPFHUB_BASE_URL": url])
+      #expect(json.status == 0)
+      let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
+      #expect(object?["cpf"] as? String == person.cpf)
+      #expect(object?["name"] as? String == person.name)
+
+      let secret = "very-secret-key-4242"
+      let rejected = try await CLI.run(
+        ["cpf", "lookup", "--cpfhub-url", url, person.cpf], env: ["CPFHUB_API_KEY": secret])
+      #expect(rejected.status == 2)
+      #expect(!rejected.err.contains(secret))
+      #expect(!rejected.out.contains(secret))
+      #expect(rejected.err.contains("rejected the API key"))
+
+      let missing = try await CLI.run(["cpf", "lookup", "--cpfhub-url", url, person.cpf])
+      #expect(missing.status == 2)
+      #expect(missing.err.contains("CPFHUB_API_KEY"))
+
+      let invalid = try await CLI.run(
+        ["cpf", "lookup", "--cpfhub-url", url, "123"], env: ["CPFHUB_API_KEY": "right-key"])
+      #expect(invalid.status == 1)
+      #expect(server.requests.filter { $0.path.contains("/cpf/") }.count == 3)
+    }
+  }
+
   @Test func mockCommandPrintsItsURLAndStopsOnSignal() async throws {
     let directory = try temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
