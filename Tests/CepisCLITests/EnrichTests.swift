@@ -91,6 +91,23 @@ struct EnrichTests {
     }
   }
 
+  @Test func progressOnlyWhenAskedForOffATerminal() async throws {
+    try await withMock { server in
+      let url = server.baseURL.absoluteString
+      let text = Data("cep\n01001000\n".utf8)
+      let quiet = try await CLI.run(["enrich", "-", "--base-url", url], stdin: text)
+      #expect(quiet.status == 0)
+      #expect(!quiet.err.contains("rows/s"))
+      #expect(quiet.err.contains("enrich: 1 rows, 1 found"))
+      let loud = try await CLI.run(["enrich", "-", "--base-url", url, "--progress"], stdin: text)
+      #expect(loud.err.contains("1 rows, "))
+      #expect(loud.err.contains("rows/s"))
+      let silent = try await CLI.run(["enrich", "-", "--base-url", url, "-q"], stdin: text)
+      #expect(silent.err.isEmpty)
+      #expect(silent.out == quiet.out)
+    }
+  }
+
   @Test func missingColumnIsAUsageError() async throws {
     let result = try await CLI.run(
       ["enrich", "-", "--base-url", "http://127.0.0.1:9"], stdin: Data("id,zip\n1,2\n".utf8))

@@ -189,6 +189,12 @@ struct InProcessTests {
     #expect(await run(["health"], env: ["CEPIS_BASE_URL": "not a url"]).0 == .usage)
   }
 
+  @Test func noColorWinsOverATerminal() {
+    let console = Console(environment: ["NO_COLOR": "1"])
+    #expect(!console.stdoutColor)
+    #expect(!console.stderrColor)
+  }
+
   @Test func documentValidation() async {
     let (status, out, err) = await run(["cnpj", "validate", "11.222.333/0001-81", "123"])
     #expect(status == .failure)
