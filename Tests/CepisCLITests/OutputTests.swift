@@ -1,0 +1,204 @@
+import Cepis
+import Foundation
+import Testing
+
+@testable import CepisCommandLine
+
+@Suite("Output formats")
+struct OutputTests {
+  let address = Address(
+    cep: "01310100", logradouro: "Avenida Paulista", complemento: "de 612 a 1510 - lado par",
+    bairro: "Bela Vista", localidade: "São Paulo", uf: "SP", ibge: "3550308",
+    geo: Geo(lat: -23.56, lon: -46.65, raioM: 50, precisao: "logradouro"))
+
+  @Test func csvQuotingFollowsRFC4180() {
+    #expect(csvField("plain") == "plain")
+    #expect(csvField("") == "")
+    #expect(csvField("a,b") == "\"a,b\"")
+    #expect(csvField("say \"hi\"") == "\"say \"\"hi\"\"\"")
+    #expect(csvField("two\nlines") == "\"two\nlines\"")
+    #expect(csvField("cr\r") == "\"cr\r\"")
+    #expect(csvField("São Paulo") == "São Paulo")
+    #expect(csvRow(["a", "b,c"]) == "a,\"b,c\"\r\n")
+  }
+
+  @Test func jsonEscaping() {
+    #expect(jsonQuoted("a\"b\\c") == "\"a\\\"b\\\\c\"")
+    #expect(jsonQuoted("tab\tnl\n\u{01}") == "\"tab\\tnl\\n\\u0001\"")
+    #expect(jsonQuoted("Praça da Sé") == "\"Praça da Sé\"")
+    let value = JSONValue.object([
+      ("b", .int(1)), ("a", .array([.bool(true), .null, .double(1.5)])),
+    ])
+    #expect(value.rendered == "{\"b\":1,\"a\":[true,null,1.5]}")
+  }
+
+  @Test func resultRecordIsStable() {
+    let result = CEPResult(input: "01310-100", resolution: .found(address))
+    #expect(result.status == .ok)
+    #expect(
+      result.json.rendered
+        == "{\"input\":\"01310-100\",\"cep\":\"01310100\",\"status\":\"ok\","
+        + "\"logradouro\":\"Avenida Paulista\",\"complemento\":\"de 612 a 1510 - lado par\","
+        + "\"bairro\":\"Bela Vista\",\"localidade\":\"São Paulo\",\"uf\":\"SP\","
+        + "\"ibge\":\"3550308\",\"geo\":{\"lat\":-23.56,\"lon\":-46.65,\"raio_m\":50,"
+        + "\"precisao\":\"logradouro\"},\"message\":null}")
+    #expect(
+      csvRow(result.csvFields)
+        == "01310-100,01310100,ok,Avenida Paulista,de 612 a 1510 - lado par,Bela Vista,"
+        + "São Paulo,SP,3550308,-23.56,-46.65\r\n")
+    #expect(
+      result.textLine()
+        == "01310-100  Avenida Paulista, de 612 a 1510 - lado par, Bela Vista, São Paulo/SP "
+        + "(IBGE 3550308) [-23.56, -46.65 ±50 m]")
+  }
+
+  @Test func statusLabels() {
+    #expect(CEPResult(input: "99999999", resolution: .notFound).status.label == "not_found")
+    #expect(CEPResult(input: "abc", resolution: .invalid).status.label == "invalid")
+    #expect(CEPResult(input: "abc", resolution: .invalid).cep == nil)
+    let failed = CEPResult(
+      input: "01001000", resolution: .failed(.networkError(message: "refused")))
+    #expect(failed.status.label == "error: network_error")
+    #expect(failed.textLine() == "01001-000  error: network_error: network error: refused")
+  }
+
+  @Test func exitStatusPrecedence() {
+    #expect(ToolStatus.of([.ok, .ok]) == .success)
+    #expect(ToolStatus.of([.ok, .notFound]) == .failure)
+    #expect(ToolStatus.of([.invalid, .error(kind: "server_error"), .ok]) == .unavailable)
+  }
+
+  @Test func formatParsing() throws {
+    #expect(try OutputFormat.parse(nil, path: []) == .text)
+    #expect(try OutputFormat.parse("NDJSON", path: []) == .ndjson)
+    #expect(throws: UsageError.self) { try OutputFormat.parse("jsn", path: ["lookup"]) }
+    do {
+      _ = try OutputFormat.parse("jsn", path: ["lookup"])
+    } catch {
+      #expect(error.message.contains("did you mean 'json'?"))
+    }
+  }
+
+  @Test func recordWriterFormats() {
+    for (format, expected) in [
+      (OutputFormat.json, "[\n{\"x\":1},\n{\"x\":2}\n]\n"),
+      (.ndjson, "{\"x\":1}\n{\"x\":2}\n"),
+      (.csv, "x\r\n1\r\n2\r\n"),
+      (.text, "one\ntwo\n"),
+    ] {
+      let console = Console(capturingWithTTY: false)
+      var writer = RecordWriter(format: format, console: console, csvHeader: ["x"])
+      writer.begin()
+      writer.write(text: "one", json: .object([("x", .int(1))]), csv: ["1"])
+      writer.write(text: "two", json: .object([("x", .int(2))]), csv: ["2"])
+      writer.end()
+      #expect(console.capturedOut == expected, "\(format)")
+    }
+    let console = Console(capturingWithTTY: false)
+    let writer = RecordWriter(format: .json, console: console, csvHeader: [])
+    writer.begin()
+    writer.end()
+    #expect(console.capturedOut == "[]\n")
+  }
+
+  @Test func enrichAppendedFields() {
+    let quoted = Address(
+      cep: "01001000", logradouro: "Rua \"A\", 1", localidade: "São Paulo", uf: "SP")
+    #expect(
+      String(decoding: EnrichCommand.appended(.found(quoted)), as: UTF8.self)
+        == ",\"Rua \"\"A\"\", 1\",,,São Paulo,SP,,ok")
+    #expect(
+      String(decoding: EnrichCommand.appended(.notFound), as: UTF8.self) == ",,,,,,,not_found")
+    #expect(String(decoding: EnrichCommand.appended(.invalid), as: UTF8.self) == ",,,,,,,invalid")
+    #expect(
+      String(
+        decoding: EnrichCommand.appended(.failed(.serverError(message: "x", status: 503))),
+        as: UTF8.self) == ",,,,,,,error: server_error")
+  }
+
+  @Test func completeRecordsIgnoresAPartialTail() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let file = directory.appendingPathComponent("out.csv")
+    let cases: [(String, Int, Int)] = [
+      ("h\r\na\r\nb\r\n", 3, 9),
+      ("h\r\na\r\nb\r", 2, 6),  // cut between CR and LF
+      ("h\na\n\"open\nquote", 2, 4),  // cut inside a quoted field
+      ("h\na\nb", 2, 4),  // no line end
+      ("\u{FEFF}h\na\n", 2, 7),  // BOM counted in the offset
+      ("", 0, 0),
+    ]
+    for (text, count, offset) in cases {
+      try Data(text.utf8).write(to: file)
+      let result = try EnrichCommand.completeRecords(in: file.path)
+      #expect(result.count == count, "\(text.debugDescription)")
+      #expect(result.offset == offset, "\(text.debugDescription)")
+    }
+  }
+
+  @Test func lineSplitter() {
+    var lines = LineSplitter()
+    lines.append(Array("a\r\nb\n\nc".utf8))
+    #expect(lines.next() == "a")
+    #expect(lines.next() == "b")
+    #expect(lines.next() == "")
+    #expect(lines.next() == nil)
+    lines.finish()
+    #expect(lines.next() == "c")
+    #expect(lines.next() == nil)
+  }
+
+  @Test func progressClock() {
+    #expect(Progress.clock(7) == "0:07")
+    #expect(Progress.clock(3_725) == "1:02:05")
+  }
+}
+
+@Suite("In-process commands")
+struct InProcessTests {
+  func run(_ arguments: [String], env: [String: String] = [:]) async -> (ToolStatus, String, String)
+  {
+    let console = Console(capturingWithTTY: false)
+    let status = await CepisTool.run(arguments, environment: env, console: console)
+    return (status, console.capturedOut, console.capturedErr)
+  }
+
+  @Test func ufOffline() async {
+    let (status, out, err) = await run(["uf", "01001-000", "70040010", "--format", "csv"])
+    #expect(status == .success)
+    #expect(
+      out == "input,cep,status,uf,name,region\r\n01001-000,01001000,ok,SP,São Paulo,Sudeste\r\n"
+        + "70040010,70040010,ok,DF,Distrito Federal,Centro-Oeste\r\n")
+    #expect(err.isEmpty)
+  }
+
+  @Test func usageErrorHasAHintAndAPointer() async {
+    let (status, out, err) = await run(["lookup", "--formt", "json", "01001000"])
+    #expect(status == .usage)
+    #expect(out.isEmpty)
+    let lines = err.split(separator: "\n")
+    #expect(lines.count == 2)
+    #expect(lines.first?.contains("did you mean '--format'?") == true)
+    #expect(lines.last == "Try 'cepis lookup --help' for more information.")
+  }
+
+  @Test func badNumbersAreUsageErrors() async {
+    #expect(await run(["lookup", "--timeout", "abc", "01001000"]).0 == .usage)
+    #expect(await run(["lookup", "--attempts", "0", "01001000"]).0 == .usage)
+    #expect(await run(["lookup", "--base-url", "ftp://x", "01001000"]).0 == .usage)
+    #expect(await run(["health"], env: ["CEPIS_BASE_URL": "not a url"]).0 == .usage)
+  }
+
+  @Test func noColorWinsOverATerminal() {
+    let console = Console(environment: ["NO_COLOR": "1"])
+    #expect(!console.stdoutColor)
+    #expect(!console.stderrColor)
+  }
+
+  @Test func documentValidation() async {
+    let (status, out, err) = await run(["cnpj", "validate", "11.222.333/0001-81", "123"])
+    #expect(status == .failure)
+    #expect(out == "11.222.333/0001-81\n")
+    #expect(err.contains("CNPJ must have 14"))
+  }
+}

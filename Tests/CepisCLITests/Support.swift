@@ -1,0 +1,174 @@
+import CepisMock
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// The result of one run of the `cepis` binary.
+struct RunResult {
+  var status: Int32
+  var stdout: Data
+  var stderr: Data
+
+  var out: String { String(decoding: stdout, as: UTF8.self) }
+  var err: String { String(decoding: stderr, as: UTF8.self) }
+  var outLines: [String] {
+    out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+  }
+}
+
+struct CLIError: Error, CustomStringConvertible {
+  var description: String
+}
+
+/// Runs the built `cepis` executable as a process, with a hard timeout.
+enum CLI {
+  /// The package root, found by walking up from this file.
+  static let packageRoot: URL = {
+    var url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    while url.path != "/" {
+      if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+        return url
+      }
+      url.deleteLastPathComponent()
+    }
+    return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+  }()
+
+  /// The `cepis` binary: next to the test bundle, or `.build/debug/cepis` in the package.
+  static let binary: URL? = {
+    var candidates: [URL] = []
+    let me = URL(fileURLWithPath: CommandLine.arguments[0])
+    var directory = me.deletingLastPathComponent()
+    for _ in 0..<4 {
+      candidates.append(directory.appendingPathComponent("cepis"))
+      directory.deleteLastPathComponent()
+    }
+    candidates.append(packageRoot.appendingPathComponent(".build/debug/cepis"))
+    return candidates.first { url in
+      var isDirectory: ObjCBool = false
+      return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+        && !isDirectory.boolValue && FileManager.default.isExecutableFile(atPath: url.path)
+    }
+  }()
+
+  static func requireBinary() throws -> URL {
+    guard let binary else {
+      throw CLIError(
+        description:
+          "the cepis binary was not found (looked next to the test bundle and in "
+          + "\(packageRoot.path)/.build/debug/cepis): run `swift build` first")
+    }
+    return binary
+  }
+
+  static func environment(_ extra: [String: String]) -> [String: String] {
+    var env = ProcessInfo.processInfo.environment
+    env["CEPIS_BASE_URL"] = nil
+    env["CPFHUB_API_KEY"] = nil
+    env["CPFHUB_BASE_URL"] = nil
+    env["NO_COLOR"] = nil
+    for (key, value) in extra { env[key] = value }
+    return env
+  }
+
+  /// Starts the binary; stdout and stderr go to temporary files.
+  static func start(
+    _ arguments: [String], stdin: Data? = nil, env: [String: String] = [:],
+    stdoutFile: URL? = nil
+  ) throws -> Running {
+    let process = Process()
+    process.executableURL = try requireBinary()
+    process.arguments = arguments
+    process.environment = environment(env)
+    let directory = FileManager.default.temporaryDirectory
+      .appendingPathComponent("cepis-tests-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let outURL = stdoutFile ?? directory.appendingPathComponent("stdout")
+    let errURL = directory.appendingPathComponent("stderr")
+    let inURL = directory.appendingPathComponent("stdin")
+    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: inURL.path, contents: stdin ?? Data())
+    process.standardOutput = try FileHandle(forWritingTo: outURL)
+    process.standardError = try FileHandle(forWritingTo: errURL)
+    process.standardInput = try FileHandle(forReadingFrom: inURL)
+    try process.run()
+    return Running(
+      process: process, stdoutURL: outURL, stderrURL: errURL, directory: directory)
+  }
+
+  /// Runs the binary to completion (killing it after `timeout` seconds and failing).
+  static func run(
+    _ arguments: [String], stdin: Data? = nil, env: [String: String] = [:],
+    timeout: TimeInterval = 60
+  ) async throws -> RunResult {
+    let running = try start(arguments, stdin: stdin, env: env)
+    return try await running.wait(timeout: timeout)
+  }
+}
+
+/// A started `cepis` process.
+struct Running {
+  let process: Process
+  let stdoutURL: URL
+  let stderrURL: URL
+  let directory: URL
+
+  var pid: Int32 { process.processIdentifier }
+
+  func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+  /// Waits for the process to end; kills it and throws after `timeout` seconds.
+  func wait(timeout: TimeInterval = 60) async throws -> RunResult {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning {
+      if Date() > deadline {
+        process.terminate()
+        try? await Task.sleep(nanoseconds: 500_000_000)
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        throw CLIError(
+          description:
+            "cepis \(process.arguments ?? []) did not finish within \(Int(timeout)) s; killed")
+      }
+      try await Task.sleep(nanoseconds: 10_000_000)
+    }
+    process.waitUntilExit()
+    let result = RunResult(
+      status: process.terminationStatus,
+      stdout: (try? Data(contentsOf: stdoutURL)) ?? Data(),
+      stderr: (try? Data(contentsOf: stderrURL)) ?? Data())
+    try? FileManager.default.removeItem(at: directory)
+    return result
+  }
+}
+
+/// Runs `body` with a started mock server, stopping it afterwards.
+func withMock<T>(
+  _ configuration: MockServer.Configuration = .init(),
+  _ body: (MockServer) async throws -> T
+) async throws -> T {
+  let server = MockServer(configuration: configuration)
+  try await server.start()
+  do {
+    let result = try await body(server)
+    await server.stop()
+    return result
+  } catch {
+    await server.stop()
+    throw error
+  }
+}
+
+/// A temporary directory removed by the caller.
+func temporaryDirectory() throws -> URL {
+  let url = FileManager.default.temporaryDirectory
+    .appendingPathComponent("cepis-cli-\(UUID().uuidString)")
+  try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  return url
+}
