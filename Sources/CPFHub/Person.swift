@@ -4,7 +4,7 @@ import Foundation
 /// The person cpfhub.io returns for a CPF: the `data` object of its response.
 ///
 /// The stored properties are what the API sends, under the same names; ``birthDateComponents``
-/// is the birth date as a typed value. ``cpf`` is a ``BrazilianDocuments/CPF``, so printing or
+/// is the birth date as a typed value. ``cpf`` is a `BrazilianDocuments.CPF`, so printing or
 /// dumping a `Person` shows only the redacted CPF.
 ///
 /// ```swift
