@@ -93,6 +93,35 @@ struct BatchEndToEndTests {
     }
   }
 
+  @Test("a CSV of a million rows for a 500-CEP request ends in invalidResponse, memory bounded")
+  func millionRows() async throws {
+    try await withMockServer { server in
+      server.script(.csv, [.oversizedBody(bytes: 55_000_000)])  // about a million rows
+      await #expect {
+        try await fastClient(server).lookupMany(["01001000"])
+      } throws: { error in
+        guard case .invalidResponse(let message) = error as? CepisError else { return false }
+        return message.contains("larger than")
+      }
+    }
+  }
+
+  @Test("gigantic response headers end in a typed error")
+  func giantHeaders() async throws {
+    try await withMockServer { server in
+      server.script(.cep, Array(repeating: .giantHeaders(bytes: 4 << 20), count: 3))
+      await #expect {
+        try await fastClient(server, timeout: 5).lookup("01001000")
+      } throws: { error in
+        guard let error = error as? CepisError else { return false }
+        switch error {
+        case .networkError, .invalidResponse: return true
+        default: return false
+        }
+      }
+    }
+  }
+
   @Test("an HTML page or a CSV of the wrong shape is invalidResponse")
   func wrongAnswers() async throws {
     try await withMockServer { server in
