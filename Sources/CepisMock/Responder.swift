@@ -500,12 +500,15 @@ extension ServerCore {
       }
     }
     // Send the rest in pieces of at most 64 KiB (the head travels with the first one).
+    // Past the first MiB, pieces are paced to about 16 MB/s, as for the endless body: a
+    // loopback flood would stall every other URLSession in the client's process on Linux.
     repeat {
       let end = min(limit, offset + 65_536)
       response.body.append(offset..<end, to: &out)
       guard Sockets.sendAll(fd, out) else { return .close }
       out.removeAll(keepingCapacity: true)
       offset = end
+      if offset > 1 << 20 && offset < limit && !pause(0.004, wake: wake) { return .close }
     } while offset < limit
     return response.truncate ? .close : keep
   }
@@ -524,11 +527,11 @@ extension ServerCore {
     while sent < 2_147_483_648 {
       guard Sockets.sendAll(fd, piece) else { return }
       sent += piece.count
-      // Paced to about 16 MB/s (a fast real link) rather than loopback speed: on Linux,
+      // Paced to about 8 MB/s (a fast real link) rather than loopback speed: on Linux,
       // FoundationNetworking drives every URLSession in a process from one shared queue, and
       // a loopback flood would stall every other test's requests, not just this client's.
       var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-      if poll(&fds, 1, 1) > 0 { return }
+      if poll(&fds, 1, 2) > 0 { return }
       if Date() > deadline { return }
     }
   }
