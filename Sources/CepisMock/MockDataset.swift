@@ -164,7 +164,8 @@ public struct MockDataset: Sendable {
     self.csvRows = rows
     self.orderedCEPs = order
     self.people = people
-    self.peopleByCPF = Dictionary(people.map { ($0.cpf, $0) }, uniquingKeysWith: { first, _ in first })
+    self.peopleByCPF = Dictionary(
+      people.map { ($0.cpf, $0) }, uniquingKeysWith: { first, _ in first })
     self.syntheticRange = syntheticRange
   }
 
@@ -395,7 +396,8 @@ enum SyntheticAddress {
     switch value % 3 {
     case 0:
       return MockGeo(
-        lat: -23.5 - Double(value % 1000) / 10_000, lon: -46.6 - Double(value / 1000 % 1000) / 10_000,
+        lat: -23.5 - Double(value % 1000) / 10_000,
+        lon: -46.6 - Double(value / 1000 % 1000) / 10_000,
         raioM: 100 + value % 7 * 10, precisao: "logradouro")
     case 1:
       return MockGeo(lat: -23.5505, lon: -46.6333, raioM: 25_000, precisao: "localidade")

@@ -287,7 +287,7 @@ extension MockServer {
       return [
         .status(
           code, retryAfter: stringValue(dictionary["retryAfter"] ?? dictionary["retry-after"]),
-          body: dictionary["body"] as? String),
+          body: dictionary["body"] as? String)
       ]
     }
     guard let kind = dictionary["kind"] as? String else {

@@ -185,7 +185,8 @@ public struct MockHTTPRequest: Sendable, Hashable {
       if name == "content-length" {
         for item in value.split(separator: ",", omittingEmptySubsequences: false) {
           let digits = item.trimmingSpaces
-          guard !digits.isEmpty, digits.count <= 15, digits.utf8.allSatisfy({ (48...57).contains($0) }),
+          guard !digits.isEmpty, digits.count <= 15,
+            digits.utf8.allSatisfy({ (48...57).contains($0) }),
             let length = Int(digits)
           else {
             return .invalid(status: 400, reason: "malformed Content-Length")

@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import Foundation
 
 /// A real HTTP/1.1 server on 127.0.0.1 that speaks the cep.is and cpfhub.io protocols and
 /// misbehaves on demand.
@@ -231,6 +232,26 @@ struct ServerState {
   var faultCounts: [String: Int] = [:]
   var requestCount = 0
   var chaosIndex = 0
+  /// Diagnostics for leak tests: the kernel thread ids of the server's threads (Linux) and the
+  /// identities of the descriptors it opened (the first 10 000 of each).
+  var threadIDs: [Int32] = []
+  var descriptors: [DescriptorIdentity] = []
+}
+
+/// A descriptor number with the device and inode it referred to, so a test can tell whether
+/// it is still open (a reused number refers to another inode).
+struct DescriptorIdentity: Hashable, Sendable {
+  var fd: Int32
+  var device: UInt64
+  var inode: UInt64
+
+  init?(_ fd: Int32) {
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { return nil }
+    self.fd = fd
+    self.device = UInt64(info.st_dev)
+    self.inode = UInt64(info.st_ino)
+  }
 }
 
 /// How a connection ends.
@@ -272,7 +293,12 @@ final class ServerCore: Sendable {
       Sockets.setCloseOnExec(pipeFDs[1])
       let listenFD = listener.fd
       let wake = pipeFDs[0]
-      guard let handle = spawnThread({ [self] in acceptLoop(listenFD: listenFD, wake: wake) })
+      state.descriptors += [listenFD, pipeFDs[0], pipeFDs[1]].compactMap(DescriptorIdentity.init)
+      guard
+        let handle = spawnThread({ [self] in
+          recordThread()
+          acceptLoop(listenFD: listenFD, wake: wake)
+        })
       else {
         _ = close(listener.fd)
         _ = close(pipeFDs[0])
@@ -384,6 +410,9 @@ final class ServerCore: Sendable {
         let id = state.nextConnectionID
         state.nextConnectionID += 1
         state.connections[id] = fd
+        if state.descriptors.count < 10_000, let identity = DescriptorIdentity(fd) {
+          state.descriptors.append(identity)
+        }
         return .accepted(id)
       }
       switch admission {
@@ -401,6 +430,7 @@ final class ServerCore: Sendable {
         _ = close(fd)
       case .accepted(let id):
         let handle = spawnThread { [self] in
+          recordThread()
           let end = serveConnection(fd: fd, wake: wake)
           finishConnection(id: id, fd: fd, end: end)
         }
@@ -412,6 +442,21 @@ final class ServerCore: Sendable {
         }
       }
     }
+  }
+
+  private func recordThread() {
+    #if os(Linux)
+      // `/proc/thread-self` links to `<pid>/task/<tid>` (portable across architectures, unlike
+      // the gettid syscall number).
+      var buffer = [CChar](repeating: 0, count: 64)
+      let length = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+      guard length > 0 else { return }
+      let link = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      guard let id = link.split(separator: "/").last.flatMap({ Int32($0) }) else { return }
+      state.withLock { state in
+        if state.threadIDs.count < 10_000 { state.threadIDs.append(id) }
+      }
+    #endif
   }
 
   private func finishConnection(id: Int, fd: Int32, end: ConnectionEnd) {

@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import Foundation
 
 let jsonType = "application/json; charset=utf-8"
 let csvType = "text/csv; charset=utf-8"
@@ -248,7 +249,9 @@ extension ServerCore {
         return cpfError(401, "Unauthorized")
       }
       guard isValidCPF(cpf) else { return cpfError(400, "CPF inválido") }
-      guard let person = dataset.person(for: cpf) else { return cpfError(404, "CPF não encontrado") }
+      guard let person = dataset.person(for: cpf) else {
+        return cpfError(404, "CPF não encontrado")
+      }
       return json(
         200,
         jsonObject([
@@ -267,7 +270,9 @@ extension ServerCore {
 
   // MARK: CSV
 
-  static let csvColumns = ["cep", "logradouro", "complemento", "bairro", "localidade", "uf", "ibge"]
+  static let csvColumns = [
+    "cep", "logradouro", "complemento", "bairro", "localidade", "uf", "ibge",
+  ]
   /// The column order of ``MockFault/csvColumnsShuffled``.
   static let shuffledColumns = [6, 0, 4, 1, 5, 3, 2]
 
@@ -325,7 +330,8 @@ extension ServerCore {
           out.append(contentsOf: ",,,,,,".utf8)
         }
       } else {
-        var fields = dataset.address(forValue: value)?.csvFields
+        var fields =
+          dataset.address(forValue: value)?.csvFields
           ?? [cepString(value), "", "", "", "", "", ""]
         if masked { fields[0] = maskedCEP(fields[0]) }
         CSVWriter.appendRow(fields: columns.map { fields[$0] }, to: &out)
