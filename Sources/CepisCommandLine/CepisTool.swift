@@ -1,0 +1,168 @@
+import BrazilianDocuments
+import Cepis
+import Foundation
+
+/// The `cepis` command-line tool: parses arguments, runs a command, returns its exit status.
+///
+/// ```swift
+/// exit(await CepisTool.main(Array(CommandLine.arguments.dropFirst())))
+/// ```
+public enum CepisTool {
+  /// The tool's version, the same as the library's.
+  public static let version = Client.version
+
+  /// Runs the tool with `arguments` (without the program name) on the process's standard
+  /// streams and returns the exit status: 0 all good, 1 something not found or invalid,
+  /// 2 usage error, 3 the API unreachable or failing, 130 interrupted.
+  public static func main(
+    _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment
+  ) async -> Int32 {
+    let console = Console(environment: environment)
+    let status = await run(arguments, environment: environment, console: console)
+    console.flush()
+    return status.rawValue
+  }
+
+  /// Runs the tool against a given console (tests capture its output).
+  static func run(
+    _ arguments: [String], environment: [String: String], console: Console
+  ) async -> ExitStatus {
+    let outcome: ParseOutcome
+    do {
+      outcome = try Commands.parser.parse(arguments)
+    } catch {
+      return usage(error, console: console)
+    }
+    switch outcome {
+    case .version:
+      console.out("cepis \(version)\n")
+      return .success
+    case .help(let path):
+      console.out(Commands.help(for: path))
+      return .success
+    case .run(let parsed):
+      let context = Context(parsed: parsed, environment: environment, console: console)
+      do {
+        return try await dispatch(context)
+      } catch let error as UsageError {
+        return usage(error, console: console)
+      } catch {
+        console.error("\(error)")
+        return .failure
+      }
+    }
+  }
+
+  static func usage(_ error: UsageError, console: Console) -> ExitStatus {
+    console.error(error.message)
+    console.err("Try '\(Commands.parser.display(error.path)) --help' for more information.\n")
+    return .usage
+  }
+
+  static func dispatch(_ context: Context) async throws -> ExitStatus {
+    switch context.parsed.path {
+    case ["lookup"]: return try await LookupCommand.run(context)
+    case ["batch"]: return try await BatchCommand.run(context)
+    case ["enrich"]: return try await EnrichCommand.run(context)
+    case ["health"]: return try await HealthCommand.run(context)
+    case ["uf"]: return try UFCommand.run(context)
+    case ["cpf", "validate"]: return try DocumentCommands.validateCPF(context)
+    case ["cnpj", "validate"]: return try DocumentCommands.validateCNPJ(context)
+    case ["cpf", "lookup"]: return try await CPFLookupCommand.run(context)
+    case ["mock"]: return try await MockCommand.run(context)
+    default:
+      throw UsageError(message: "unknown command", path: [])
+    }
+  }
+}
+
+/// The tool's exit statuses.
+enum ExitStatus: Int32, Sendable, Comparable {
+  /// All good.
+  case success = 0
+  /// Something was not found or invalid; the rest was still printed.
+  case failure = 1
+  /// A usage error.
+  case usage = 2
+  /// The API could not be reached or kept failing after retries.
+  case unavailable = 3
+  /// Interrupted by SIGINT.
+  case interrupted = 130
+
+  static func < (lhs: ExitStatus, rhs: ExitStatus) -> Bool { lhs.rawValue < rhs.rawValue }
+
+  /// The status of a run in which these results were seen (3 beats 1 beats 0).
+  static func of(_ statuses: some Sequence<CEPStatus>) -> ExitStatus {
+    var worst = ExitStatus.success
+    for status in statuses {
+      switch status {
+      case .ok: continue
+      case .notFound, .invalid: worst = max(worst, .failure)
+      case .error(let kind):
+        worst = max(worst, kind == "invalid_cep" ? .failure : .unavailable)
+      }
+    }
+    return worst
+  }
+}
+
+/// Everything a command needs.
+struct Context: Sendable {
+  var parsed: ParsedArguments
+  var environment: [String: String]
+  var console: Console
+
+  var path: [String] { parsed.path }
+
+  /// `--format`.
+  func format() throws(UsageError) -> OutputFormat {
+    try OutputFormat.parse(parsed.value("format"), path: path)
+  }
+
+  /// A number option, or a usage error naming it.
+  func number(_ name: String) throws(UsageError) -> Double? {
+    guard let text = parsed.value(name) else { return nil }
+    guard let value = Double(text), value.isFinite, value > 0 else {
+      throw UsageError(
+        message: "option '--\(name)' needs a positive number, not '\(text)'", path: path)
+    }
+    return value
+  }
+
+  /// An integer option, or a usage error naming it.
+  func integer(_ name: String, range: ClosedRange<Int>) throws(UsageError) -> Int? {
+    guard let text = parsed.value(name) else { return nil }
+    guard let value = Int(text), range.contains(value) else {
+      throw UsageError(
+        message:
+          "option '--\(name)' needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'",
+        path: path)
+    }
+    return value
+  }
+
+  /// The API client the global options describe.
+  func client() throws(UsageError) -> Client {
+    var baseURL = Client.defaultBaseURL
+    if let text = parsed.value("base-url")
+      ?? environment["CEPIS_BASE_URL"].flatMap({
+        $0.isEmpty ? nil : $0
+      })
+    {
+      guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+        scheme == "http" || scheme == "https", url.host != nil
+      else {
+        throw UsageError(
+          message: "invalid base URL '\(text)' (expected http://host[:port] or https://…)",
+          path: path)
+      }
+      baseURL = url
+    }
+    let timeout = try number("timeout") ?? 10
+    let attempts = try integer("attempts", range: 1...100) ?? 3
+    let total = try number("total-timeout")
+    return Client(
+      baseURL: baseURL, timeout: timeout, maxAttempts: attempts, totalTimeout: total,
+      userAgent: "cepis-cli/\(CepisTool.version) (+https://cep.is)")
+  }
+}

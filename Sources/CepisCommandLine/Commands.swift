@@ -1,0 +1,120 @@
+/// The tool's command table: one place that both the parser and `--help` read.
+enum Commands {
+  static let formatOption = OptionSpec.value(
+    "format", "FORMAT", "text, json, ndjson or csv (default: text)")
+
+  static let globals: [OptionSpec] = [
+    .value("base-url", "URL", "the API's address (env CEPIS_BASE_URL; default https://cep.is)"),
+    .value("timeout", "SECONDS", "deadline of each HTTP attempt (default 10)"),
+    .value("attempts", "N", "attempts per request, the first included (default 3)"),
+    .value("total-timeout", "SECONDS", "deadline of a whole request, retries included"),
+    .flag("help", short: "h", "show help for the command"),
+    .flag("version", "show the version"),
+  ]
+
+  static let lookup = CommandSpec(
+    name: "lookup", abstract: "look up one address per CEP",
+    discussion: "Addresses go to stdout; CEPs not found or invalid are reported on stderr (text)\n"
+      + "or as a status field (json, ndjson, csv).",
+    options: [formatOption],
+    positionals: [PositionalSpec(name: "CEP", help: "a CEP, masked or not", variadic: true)])
+
+  static let batch = CommandSpec(
+    name: "batch", abstract: "look up CEPs read one per line, through the batch endpoint",
+    discussion: "Prints one result per input line, in the same order (a blank line gives an\n"
+      + "'invalid' result). Reads stdin when FILE is '-' or absent.",
+    options: [formatOption],
+    positionals: [PositionalSpec(name: "FILE", help: "CEPs, one per line", optional: true)])
+
+  static let enrich = CommandSpec(
+    name: "enrich", abstract: "append addresses to every row of a CSV file",
+    discussion: """
+      Appends logradouro, complemento, bairro, localidade, uf, ibge and cepis_status
+      (ok, not_found, invalid, error: <kind>) to each row. One output row per input row,
+      in input order; input bytes, quoting, BOM and line ends are kept. Blank lines are
+      copied as they are. Ctrl-C stops after the current window, leaving a valid CSV;
+      --resume continues it.
+      """,
+    options: [
+      .value("output", short: "o", "FILE", "where to write (default: stdout)"),
+      .value("column", "NAME", "the column holding the CEP (default: 'cep')"),
+      .flag("resume", "continue an interrupted run: keep OUTPUT's complete rows, do the rest"),
+      .flag("fail-fast", "stop with exit 3 at the first chunk that still fails after retries"),
+      .flag("progress", "show progress on stderr even when it is not a terminal"),
+      .flag("quiet", short: "q", "no progress and no summary line"),
+      .value("window", "ROWS", "rows read ahead and resolved together (default 2000)"),
+    ],
+    positionals: [PositionalSpec(name: "INPUT", help: "a CSV file with a header row, or '-'")])
+
+  static let health = CommandSpec(
+    name: "health", abstract: "show the API's status and DNE version",
+    discussion: "Exit status 0 when healthy, 1 when the API reports itself degraded.",
+    options: [formatOption])
+
+  static let uf = CommandSpec(
+    name: "uf", abstract: "show the state of each CEP from the CEP ranges (offline)",
+    options: [formatOption],
+    positionals: [PositionalSpec(name: "CEP", help: "a CEP, masked or not", variadic: true)])
+
+  static let cpf = CommandSpec(
+    name: "cpf", abstract: "validate or look up CPFs",
+    subcommands: [
+      CommandSpec(
+        name: "validate", abstract: "check CPFs offline and print them formatted",
+        options: [formatOption],
+        positionals: [PositionalSpec(name: "CPF", help: "a CPF, masked or not", variadic: true)]),
+      CommandSpec(
+        name: "lookup", abstract: "look a CPF up through CPFHub (key from CPFHUB_API_KEY)",
+        discussion: "Env CPFHUB_API_KEY holds the key; CPFHUB_BASE_URL overrides the address.",
+        options: [
+          formatOption,
+          .value("cpfhub-url", "URL", "CPFHub's address (env CPFHUB_BASE_URL)"),
+        ],
+        positionals: [PositionalSpec(name: "CPF", help: "the CPF to look up")]),
+    ])
+
+  static let cnpj = CommandSpec(
+    name: "cnpj", abstract: "validate CNPJs",
+    subcommands: [
+      CommandSpec(
+        name: "validate", abstract: "check CNPJs offline (numeric or alphanumeric)",
+        options: [formatOption],
+        positionals: [
+          PositionalSpec(name: "CNPJ", help: "a CNPJ, masked or not", variadic: true)
+        ])
+    ])
+
+  static let mock = CommandSpec(
+    name: "mock", abstract: "run the CepisMock server in the foreground",
+    discussion: "Prints its base URL on the first line of stdout; stops on SIGINT/SIGTERM.",
+    options: [
+      .value("port", "N", "port on 127.0.0.1 (default 0: any free port)"),
+      .value("data", "FILE", "dataset file (default: the built-in sample)"),
+      .value("chaos", "SEED:RATE", "inject random faults (e.g. 7:0.3)"),
+      .value("cpf-key", "KEY", "accept this CPFHub API key (repeatable)"),
+    ])
+
+  static let root = CommandSpec(
+    name: "cepis", abstract: "Brazilian addresses from CEPs (official Correios DNE data)",
+    subcommands: [lookup, batch, enrich, health, uf, cpf, cnpj, mock])
+
+  static let parser = ArgumentParser(root: root, globals: globals)
+
+  static let exitStatusHelp = """
+    Exit status:
+      0    all good
+      1    something was not found or invalid (the rest was still printed)
+      2    usage error
+      3    the API could not be reached or kept failing after retries
+      130  interrupted (Ctrl-C)
+    """
+
+  /// The help text of the command at `path`.
+  static func help(for path: [String]) -> String {
+    var footer = exitStatusHelp
+    if path.isEmpty {
+      footer = "Run 'cepis <command> --help' for a command's options.\n\n" + footer
+    }
+    return parser.help(for: path, footer: footer)
+  }
+}

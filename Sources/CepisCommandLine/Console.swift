@@ -1,0 +1,146 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Where a command writes: stdout for data, stderr for diagnostics — the process's own
+/// descriptors, or in-memory buffers for in-process tests.
+///
+/// `@unchecked Sendable` is sound: every stored `var` is private and is only read or written
+/// while `lock` is held (see `withLock`); the `let`s are immutable values.
+final class Console: @unchecked Sendable {
+  private let lock = NSLock()
+  private var outBuffer: [UInt8] = []
+  private var errBuffer: [UInt8] = []
+  private let capturing: Bool
+  /// Whether stdout is a terminal.
+  let stdoutIsTTY: Bool
+  /// Whether stderr is a terminal.
+  let stderrIsTTY: Bool
+  /// Whether colour may be used (a terminal and no `NO_COLOR`).
+  let stdoutColor: Bool
+  /// Whether colour may be used on stderr.
+  let stderrColor: Bool
+
+  /// A console on the process's stdout and stderr.
+  init(environment: [String: String]) {
+    capturing = false
+    stdoutIsTTY = isatty(1) == 1
+    stderrIsTTY = isatty(2) == 1
+    let noColor = environment["NO_COLOR"].map { !$0.isEmpty } ?? false
+    let dumb = environment["TERM"] == "dumb"
+    stdoutColor = stdoutIsTTY && !noColor && !dumb
+    stderrColor = stderrIsTTY && !noColor && !dumb
+  }
+
+  /// A console that keeps everything in memory, for tests.
+  init(capturingWithTTY tty: Bool = false, color: Bool = false) {
+    capturing = true
+    stdoutIsTTY = tty
+    stderrIsTTY = tty
+    stdoutColor = color
+    stderrColor = color
+  }
+
+  private func withLock<T>(_ body: () -> T) -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return body()
+  }
+
+  /// Writes data to stdout (buffered; see ``flush()``).
+  func out(_ text: String) {
+    let bytes = Array(text.utf8)
+    let pending: [UInt8]? = withLock {
+      outBuffer.append(contentsOf: bytes)
+      guard !capturing, outBuffer.count >= 1 << 16 else { return nil }
+      defer { outBuffer.removeAll(keepingCapacity: true) }
+      return outBuffer
+    }
+    if let pending { writeAll(1, pending) }
+  }
+
+  /// Writes a diagnostic line to stderr, at once.
+  func err(_ text: String) {
+    let bytes = Array(text.utf8)
+    if capturing {
+      withLock { errBuffer.append(contentsOf: bytes) }
+    } else {
+      writeAll(2, bytes)
+    }
+  }
+
+  /// `cepis: <message>` on stderr, with `error:` in red on a colour terminal.
+  func error(_ message: String) {
+    let label = stderrColor ? "\u{1B}[31merror:\u{1B}[0m" : "error:"
+    err("cepis: \(label) \(message)\n")
+  }
+
+  /// `cepis: <message>` on stderr.
+  func note(_ message: String) {
+    err("cepis: \(message)\n")
+  }
+
+  /// Writes what stdout has buffered.
+  func flush() {
+    let pending: [UInt8] = withLock {
+      guard !capturing else { return [] }
+      defer { outBuffer.removeAll(keepingCapacity: true) }
+      return outBuffer
+    }
+    if !pending.isEmpty { writeAll(1, pending) }
+  }
+
+  /// What was written to stdout (capturing consoles only).
+  var capturedOut: String { withLock { String(decoding: outBuffer, as: UTF8.self) } }
+  /// What was written to stderr (capturing consoles only).
+  var capturedErr: String { withLock { String(decoding: errBuffer, as: UTF8.self) } }
+}
+
+/// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`.
+///
+/// - Returns: `false` when the descriptor refuses (a closed pipe, a full disk).
+@discardableResult
+func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+  bytes.withUnsafeBytes { buffer in
+    var offset = 0
+    while offset < buffer.count {
+      let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+      if written < 0 {
+        if errno == EINTR { continue }
+        return false
+      }
+      offset += written
+    }
+    return true
+  }
+}
+
+/// A flag set from a signal handler and read by the main loop.
+///
+/// `@unchecked Sendable` is sound: `value` is private and only accessed while `lock` is held.
+final class AtomicFlag: @unchecked Sendable {
+  private let lock = NSLock()
+  private var value = 0
+
+  /// Raises the flag and returns how many times it had been raised before.
+  @discardableResult
+  func raise() -> Int {
+    lock.lock()
+    defer { lock.unlock() }
+    value += 1
+    return value - 1
+  }
+
+  /// Whether the flag has been raised.
+  var isRaised: Bool {
+    lock.lock()
+    defer { lock.unlock() }
+    return value > 0
+  }
+}

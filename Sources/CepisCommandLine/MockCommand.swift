@@ -1,0 +1,129 @@
+import CepisMock
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// `cepis mock`: runs CepisMock in the foreground until SIGINT or SIGTERM.
+enum MockCommand {
+  static func run(_ context: Context) async throws -> ExitStatus {
+    let path = context.path
+    let console = context.console
+    var configuration = MockServer.Configuration()
+    if let port = try context.integer("port", range: 0...65_535) {
+      configuration.port = port
+    }
+    if let file = context.parsed.value("data") {
+      do {
+        configuration.dataset = try MockDataset.load(contentsOf: URL(fileURLWithPath: file))
+      } catch {
+        console.error("cannot load dataset '\(file)': \(error)")
+        return .failure
+      }
+    }
+    if let chaos = context.parsed.value("chaos") {
+      configuration.chaos = try parseChaos(chaos, path: path)
+    }
+    if let keys = context.parsed.options["cpf-key"] {
+      configuration.cpfAPIKeys = Set(keys)
+    }
+    let server = MockServer(configuration: configuration)
+    do {
+      try await server.start()
+    } catch {
+      console.error("cannot start the mock server: \(error)")
+      return .failure
+    }
+    let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
+    console.out(server.baseURL.absoluteString + "\n")
+    console.flush()
+    let received = await signals.wait()
+    signals.cancel()
+    await server.stop()
+    console.note("mock server stopped (signal \(received))")
+    return .success
+  }
+
+  /// `SEED:RATE`, as in `7:0.3`.
+  static func parseChaos(_ text: String, path: [String]) throws(UsageError) -> MockChaos {
+    let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+    guard parts.count == 2, let seed = UInt64(parts[0]), let rate = Double(parts[1]),
+      rate >= 0, rate <= 1
+    else {
+      throw UsageError(
+        message:
+          "option '--chaos' needs SEED:RATE with RATE from 0 to 1, as in 7:0.3, not '\(text)'",
+        path: path)
+    }
+    return MockChaos(seed: seed, rate: rate)
+  }
+}
+
+/// Turns signals into events with DispatchSource: the default action is ignored while the
+/// waiter lives, so the process is not killed and can clean up.
+///
+/// `@unchecked Sendable` is sound: `sources` is written only in `init` (before the value is
+/// shared) and `cancel()`; `continuation`, `pending` and `count` are only accessed with
+/// `lock` held.
+final class SignalWaiter: @unchecked Sendable {
+  private let lock = NSLock()
+  private var sources: [DispatchSourceSignal] = []
+  private var continuation: CheckedContinuation<Int32, Never>?
+  private var pending: Int32?
+  private var count = 0
+  private let queue = DispatchQueue(label: "cepis.signals")
+  private let signals: [Int32]
+  /// Called on every signal with how many had arrived before it (runs on a private queue).
+  private let onSignal: (@Sendable (Int32, Int) -> Void)?
+
+  init(signals: [Int32], onSignal: (@Sendable (Int32, Int) -> Void)? = nil) {
+    self.signals = signals
+    self.onSignal = onSignal
+    for number in signals {
+      signal(number, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+      source.setEventHandler { [weak self] in self?.deliver(number) }
+      source.resume()
+      sources.append(source)
+    }
+  }
+
+  private func deliver(_ number: Int32) {
+    lock.lock()
+    let before = count
+    count += 1
+    let waiting = continuation
+    continuation = nil
+    if waiting == nil && pending == nil { pending = number }
+    lock.unlock()
+    onSignal?(number, before)
+    waiting?.resume(returning: number)
+  }
+
+  /// Waits for the first signal (returns at once if one already came).
+  func wait() async -> Int32 {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+      lock.lock()
+      if let pending {
+        lock.unlock()
+        continuation.resume(returning: pending)
+        return
+      }
+      self.continuation = continuation
+      lock.unlock()
+    }
+  }
+
+  /// Stops listening and restores the default actions.
+  func cancel() {
+    for source in sources { source.cancel() }
+    sources.removeAll()
+    for number in signals { signal(number, SIG_DFL) }
+  }
+}

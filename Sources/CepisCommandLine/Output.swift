@@ -1,0 +1,269 @@
+import Cepis
+
+/// How results are written on stdout.
+enum OutputFormat: String, CaseIterable, Sendable {
+  /// For people: one readable line per result.
+  case text
+  /// One JSON array (one element per line), UTF-8.
+  case json
+  /// One JSON object per line.
+  case ndjson
+  /// RFC 4180 CSV with a header row and CRLF line ends.
+  case csv
+
+  /// Reads `--format`; `nil` means text.
+  static func parse(_ value: String?, path: [String]) throws(UsageError) -> OutputFormat {
+    guard let value else { return .text }
+    guard let format = OutputFormat(rawValue: value.lowercased()) else {
+      var message = "invalid format '\(value)' (expected text, json, ndjson or csv)"
+      if let guess = suggestion(for: value, among: allCases.map(\.rawValue)) {
+        message += "; did you mean '\(guess)'?"
+      }
+      throw UsageError(message: message, path: path)
+    }
+    return format
+  }
+}
+
+/// A JSON value whose objects keep their keys in the order given, so output is stable.
+indirect enum JSONValue: Sendable, Equatable {
+  case string(String)
+  case int(Int)
+  case double(Double)
+  case bool(Bool)
+  case null
+  case object([(String, JSONValue)])
+  case array([JSONValue])
+
+  static func == (lhs: JSONValue, rhs: JSONValue) -> Bool { lhs.rendered == rhs.rendered }
+
+  /// `.string(value)`, or `.null` for `nil`.
+  static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+
+  /// Compact JSON text.
+  var rendered: String {
+    var out = ""
+    render(into: &out)
+    return out
+  }
+
+  func render(into out: inout String) {
+    switch self {
+    case .string(let text): out += jsonQuoted(text)
+    case .int(let value): out += String(value)
+    case .double(let value): out += value.isFinite ? "\(value)" : "null"
+    case .bool(let value): out += value ? "true" : "false"
+    case .null: out += "null"
+    case .array(let items):
+      out += "["
+      for (index, item) in items.enumerated() {
+        if index > 0 { out += "," }
+        item.render(into: &out)
+      }
+      out += "]"
+    case .object(let pairs):
+      out += "{"
+      for (index, pair) in pairs.enumerated() {
+        if index > 0 { out += "," }
+        out += jsonQuoted(pair.0)
+        out += ":"
+        pair.1.render(into: &out)
+      }
+      out += "}"
+    }
+  }
+}
+
+/// `text` as a JSON string literal (UTF-8 kept, control characters escaped).
+func jsonQuoted(_ text: String) -> String {
+  var out = "\""
+  for scalar in text.unicodeScalars {
+    switch scalar {
+    case "\"": out += "\\\""
+    case "\\": out += "\\\\"
+    case "\n": out += "\\n"
+    case "\r": out += "\\r"
+    case "\t": out += "\\t"
+    default:
+      if scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029 {
+        let hex = String(scalar.value, radix: 16)
+        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      } else {
+        out.unicodeScalars.append(scalar)
+      }
+    }
+  }
+  return out + "\""
+}
+
+/// One CSV field, quoted per RFC 4180 when it holds a comma, a quote or a line break.
+func csvField(_ text: String) -> String {
+  let needsQuotes = text.utf8.contains { byte in
+    byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13
+  }
+  guard needsQuotes else { return text }
+  return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+/// One CSV row with a CRLF line end.
+func csvRow(_ fields: [String]) -> String {
+  fields.map(csvField).joined(separator: ",") + "\r\n"
+}
+
+/// What became of one CEP.
+enum CEPStatus: Sendable, Equatable {
+  case ok
+  case notFound
+  case invalid
+  case error(kind: String)
+
+  /// The stable word scripts see: `ok`, `not_found`, `invalid`, `error: <kind>`.
+  var label: String {
+    switch self {
+    case .ok: return "ok"
+    case .notFound: return "not_found"
+    case .invalid: return "invalid"
+    case .error(let kind): return "error: \(kind)"
+    }
+  }
+}
+
+/// The result of looking up one input.
+struct CEPResult: Sendable, Equatable {
+  /// The input as given.
+  var input: String
+  /// The normalized CEP, when the input is one.
+  var cep: String?
+  /// What happened.
+  var status: CEPStatus
+  /// The address, when found.
+  var address: Address?
+  /// A human explanation when not `ok`.
+  var message: String?
+
+  init(input: String, resolution: Resolution) {
+    self.input = input
+    self.cep = try? normalizeCEP(input)
+    switch resolution {
+    case .found(let address):
+      status = .ok
+      self.address = address
+    case .notFound:
+      status = .notFound
+      message = "CEP \(Self.masked(cep ?? input)) not found"
+    case .invalid:
+      status = .invalid
+      message = "invalid CEP '\(input)': expected 8 digits, as in 01001-000"
+    case .failed(let error):
+      status = .error(kind: error.kind)
+      message = error.message
+    }
+  }
+
+  static func masked(_ cep: String) -> String {
+    guard cep.utf8.count == 8 else { return cep }
+    return "\(cep.prefix(5))-\(cep.suffix(3))"
+  }
+
+  static let csvHeader = [
+    "input", "cep", "status", "logradouro", "complemento", "bairro", "localidade", "uf", "ibge",
+    "lat", "lon",
+  ]
+
+  var csvFields: [String] {
+    let a = address
+    return [
+      input, cep ?? "", status.label, a?.logradouro ?? "", a?.complemento ?? "", a?.bairro ?? "",
+      a?.localidade ?? "", a?.uf ?? "", a?.ibge ?? "", a?.geo.map { "\($0.lat)" } ?? "",
+      a?.geo.map { "\($0.lon)" } ?? "",
+    ]
+  }
+
+  var json: JSONValue {
+    let a = address
+    let geo: JSONValue =
+      a?.geo.map { geo in
+        .object([
+          ("lat", .double(geo.lat)), ("lon", .double(geo.lon)), ("raio_m", .int(geo.raioM)),
+          ("precisao", .string(geo.precisao)),
+        ])
+      } ?? .null
+    return .object([
+      ("input", .string(input)),
+      ("cep", .optional(cep)),
+      ("status", .string(status.label)),
+      ("logradouro", .string(a?.logradouro ?? "")),
+      ("complemento", .string(a?.complemento ?? "")),
+      ("bairro", .string(a?.bairro ?? "")),
+      ("localidade", .string(a?.localidade ?? "")),
+      ("uf", .string(a?.uf ?? "")),
+      ("ibge", .string(a?.ibge ?? "")),
+      ("geo", geo),
+      ("message", .optional(message)),
+    ])
+  }
+
+  /// `01310-100  Avenida Paulista, de 612 a 1510 - lado par, Bela Vista, São Paulo/SP`.
+  func textLine(bold: Bool = false) -> String {
+    let shown = cep.map(Self.masked) ?? input
+    let head = bold ? "\u{1B}[1m\(shown)\u{1B}[0m" : shown
+    guard let a = address else {
+      switch status {
+      case .notFound: return "\(head)  not found"
+      case .invalid: return "\(head)  invalid CEP"
+      case .error: return "\(head)  \(status.label): \(message ?? "")"
+      case .ok: return head
+      }
+    }
+    var street = a.logradouro
+    if !a.complemento.isEmpty { street += street.isEmpty ? a.complemento : ", " + a.complemento }
+    var parts: [String] = []
+    if !street.isEmpty { parts.append(street) }
+    if !a.bairro.isEmpty { parts.append(a.bairro) }
+    parts.append(a.uf.isEmpty ? a.localidade : "\(a.localidade)/\(a.uf)")
+    var line = "\(head)  " + parts.joined(separator: ", ")
+    if !a.ibge.isEmpty { line += " (IBGE \(a.ibge))" }
+    if let geo = a.geo { line += " [\(geo.lat), \(geo.lon) ±\(geo.raioM) m]" }
+    return line
+  }
+}
+
+/// Writes a stream of rows in one format: a header or an opening bracket first, then rows as
+/// they come, then the closing bracket.
+struct RecordWriter {
+  let format: OutputFormat
+  let console: Console
+  let csvHeader: [String]
+  private var count = 0
+
+  init(format: OutputFormat, console: Console, csvHeader: [String]) {
+    self.format = format
+    self.console = console
+    self.csvHeader = csvHeader
+  }
+
+  /// Writes the CSV header or the JSON array's opening.
+  func begin() {
+    switch format {
+    case .csv: console.out(csvRow(csvHeader))
+    case .json: console.out("[")
+    case .text, .ndjson: break
+    }
+  }
+
+  /// Writes one row.
+  mutating func write(text: @autoclosure () -> String, json: JSONValue, csv: [String]) {
+    switch format {
+    case .text: console.out(text() + "\n")
+    case .ndjson: console.out(json.rendered + "\n")
+    case .csv: console.out(csvRow(csv))
+    case .json: console.out((count == 0 ? "\n" : ",\n") + json.rendered)
+    }
+    count += 1
+  }
+
+  /// Closes the JSON array.
+  func end() {
+    if format == .json { console.out(count == 0 ? "]\n" : "\n]\n") }
+  }
+}
