@@ -139,6 +139,80 @@ case "single":
   report("p99_ms", format(percentile(latencies, 99), 3))
   report("cpu_us_per_request", format(cpu / Double(max(1, latencies.count)) * 1e6, 1))
 
+case "urlsession-single":
+  // The floor under `single`: bare URLSession (no Cepis code), same URL, same concurrency.
+  guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
+  let concurrency = args.int("concurrency", 1)
+  let seconds = args.double("seconds", 5)
+  let url = base.appendingPathComponent(args.options["cep"] ?? "10000000")
+  let configuration = URLSessionConfiguration.ephemeral
+  configuration.httpMaximumConnectionsPerHost = max(6, concurrency)
+  let session = URLSession(configuration: configuration)
+  for _ in 0..<concurrency { _ = try? await session.data(from: url) }
+  let cpu0 = processCPUSeconds()
+  let start = nowNanos()
+  let deadline = start + UInt64(seconds * 1e9)
+  let perTask: [[Double]] = await withTaskGroup(of: [Double].self) { group in
+    for _ in 0..<concurrency {
+      group.addTask {
+        var latencies: [Double] = []
+        while nowNanos() < deadline {
+          let t0 = nowNanos()
+          do { _ = try await session.data(from: url) } catch { fail("urlsession: \(error)") }
+          latencies.append(Double(nowNanos() - t0) / 1e6)
+        }
+        return latencies
+      }
+    }
+    var all: [[Double]] = []
+    for await latencies in group { all.append(latencies) }
+    return all
+  }
+  let elapsed = Double(nowNanos() - start) / 1e9
+  let cpu = processCPUSeconds() - cpu0
+  let latencies = perTask.flatMap { $0 }.sorted()
+  report("requests", latencies.count)
+  report("rps", format(Double(latencies.count) / elapsed, 1))
+  report("p50_ms", format(percentile(latencies, 50), 3))
+  report("p99_ms", format(percentile(latencies, 99), 3))
+  report("cpu_us_per_request", format(cpu / Double(max(1, latencies.count)) * 1e6, 1))
+
+case "urlsession-bulk":
+  // The floor under `bulk`: bare URLSession fetching the same /csv URLs, 4 in flight, bodies
+  // counted but not decoded.
+  guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
+  let inputs = bulkWorkload(count: args.int("ceps", 1_000_000))
+  let urls = batchURLs(base: base.absoluteString, inputs: inputs).compactMap(URL.init(string:))
+  let session = URLSession(configuration: .ephemeral)
+  _ = try? await session.data(from: urls[0])
+  let cpu0 = processCPUSeconds()
+  let t0 = nowNanos()
+  let bodyBytes: Int = await withTaskGroup(of: Int.self) { group in
+    var next = 0
+    var total = 0
+    for _ in 0..<min(4, urls.count) {
+      let url = urls[next]
+      next += 1
+      group.addTask { (try? await session.data(from: url))?.0.count ?? 0 }
+    }
+    while let bytes = await group.next() {
+      total += bytes
+      if next < urls.count {
+        let url = urls[next]
+        next += 1
+        group.addTask { (try? await session.data(from: url))?.0.count ?? 0 }
+      }
+    }
+    return total
+  }
+  let wall = Double(nowNanos() - t0) / 1e9
+  let cpu = processCPUSeconds() - cpu0
+  report("requests", urls.count)
+  report("body_bytes", bodyBytes)
+  report("wall_s", format(wall))
+  report("cpu_s", format(cpu))
+  report("cpu_us_per_cep", format(cpu / Double(inputs.count) * 1e6, 3))
+
 case "gen-csv":
   guard let path = args.positionals.first else { fail("gen-csv FILE --mb N") }
   let (bytes, records) = generateCEPCSV(path: path, megabytes: args.int("mb", 100))
