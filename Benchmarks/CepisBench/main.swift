@@ -1,1 +1,324 @@
-print("cepis-bench: under construction")
+// cepis-bench: the measuring half of the benchmark suite. `Benchmarks/run` drives it and
+// writes Benchmarks/RESULTS.md; every subcommand prints `key=value` lines.
+
+import BrazilianDocuments
+import Cepis
+import CepisMock
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+let usage = """
+  usage: cepis-bench COMMAND [OPTIONS]
+    serve [--port N]                          run CepisMock, print its base URL, wait for SIGTERM
+    requests [--count N]                      requests lookupMany sends vs the minimum (in-process mock)
+    gen-urls --base-url URL --ceps N --out F  the /csv URLs lookupMany sends for the bulk workload (curl config)
+    bulk --base-url URL --ceps N              lookupMany over N CEPs: wall, CPU, resolved
+    single --base-url URL --concurrency C --seconds S [--cep CEP]   lookup loop: rps, p50, p99
+    gen-csv FILE --mb N                       a cep.is-shaped CSV
+    csv FILE                                  CSVReader throughput
+    gen-docs DIR [--count N]                  DIR/cpf.txt, DIR/cnpj.txt (mixed valid/invalid)
+    documents DIR [--iterations N]            ns per CPF.isValid / CNPJ.isValid call
+    gen-enrich FILE --rows N                  an input for `cepis enrich`
+  """
+
+let argv = CommandLine.arguments
+guard argv.count >= 2 else { fail(usage) }
+let command = argv[1]
+let args = Arguments(argv[2...])
+
+switch command {
+case "serve":
+  var configuration = MockServer.Configuration()
+  configuration.port = args.int("port", 0)
+  configuration.maxLogEntries = 1_000
+  configuration.maxConnections = 1_024
+  configuration.idleTimeout = 120
+  let server = MockServer(configuration: configuration)
+  do { try await server.start() } catch { fail("cannot start the mock: \(error)") }
+  print(server.baseURL.absoluteString)
+  fflush(nil)
+  while true { try? await Task.sleep(nanoseconds: 3_600_000_000_000) }
+
+case "requests":
+  let count = args.int("count", 100_000)
+  let workload = MixedWorkload(count: count, duplicateShare: 0.30, malformedShare: 0.05, seed: 11)
+  var configuration = MockServer.Configuration()
+  configuration.maxLogEntries = 10
+  let server = MockServer(configuration: configuration)
+  do { try await server.start() } catch { fail("cannot start the mock: \(error)") }
+  let client = Client(baseURL: server.baseURL, timeout: 30)
+  let before = server.requestCount
+  let found: [Address?]
+  do { found = try await client.lookupMany(workload.inputs) } catch { fail("lookupMany: \(error)") }
+  let sent = server.requestCount - before
+  await server.stop()
+  let expectedFound = workload.inputs.filter { input in
+    guard let digits = try? normalizeCEP(input), let value = Int(digits) else { return false }
+    return value % 10 != 9
+  }.count
+  report("inputs", count)
+  report("distinct_valid", workload.distinct.count)
+  report("malformed", workload.inputs.filter { (try? normalizeCEP($0)) == nil }.count)
+  report("requests_sent", sent)
+  report("requests_min", workload.minimumRequests)
+  report("ratio", format(Double(sent) / Double(workload.minimumRequests), 4))
+  report("found", found.compactMap { $0 }.count)
+  report("found_expected", expectedFound)
+
+case "gen-urls":
+  let inputs = bulkWorkload(count: args.int("ceps", 1_000_000))
+  let urls = batchURLs(base: args.string("base-url"), inputs: inputs)
+  let writer = FileWriter(args.string("out"))
+  for url in urls { writer.write("url = \"\(url)\"\noutput = \"/dev/null\"\n") }
+  writer.close()
+  report("urls", urls.count)
+
+case "bulk":
+  guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
+  let inputs = bulkWorkload(count: args.int("ceps", 1_000_000))
+  let client = Client(baseURL: base, timeout: 60)
+  // Warm the connection pool and the code paths outside the measurement.
+  _ = try? await client.lookupMany(Array(inputs.prefix(2_000)))
+  let cpu0 = processCPUSeconds()
+  let t0 = nowNanos()
+  let found: [Address?]
+  do { found = try await client.lookupMany(inputs) } catch { fail("lookupMany: \(error)") }
+  let wall = Double(nowNanos() - t0) / 1e9
+  let cpu = processCPUSeconds() - cpu0
+  let resolved = found.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
+  report("ceps", inputs.count)
+  report("resolved", resolved)
+  report("requests", (inputs.count + 499) / 500)
+  report("wall_s", format(wall))
+  report("cpu_s", format(cpu))
+  report("cpu_us_per_cep", format(cpu / Double(inputs.count) * 1e6, 3))
+  report("peak_rss_mib", format(peakRSSMiB(), 1))
+
+case "single":
+  guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
+  let concurrency = args.int("concurrency", 1)
+  let seconds = args.double("seconds", 5)
+  let cep = args.options["cep"] ?? "10000000"
+  let client = Client(baseURL: base, timeout: 30)
+  for _ in 0..<concurrency { _ = try? await client.lookup(cep) }
+  let cpu0 = processCPUSeconds()
+  let start = nowNanos()
+  let deadline = start + UInt64(seconds * 1e9)
+  let perTask: [[Double]] = await withTaskGroup(of: [Double].self) { group in
+    for _ in 0..<concurrency {
+      group.addTask {
+        var latencies: [Double] = []
+        latencies.reserveCapacity(1 << 16)
+        while nowNanos() < deadline {
+          let t0 = nowNanos()
+          do { _ = try await client.lookup(cep) } catch { fail("lookup: \(error)") }
+          latencies.append(Double(nowNanos() - t0) / 1e6)
+        }
+        return latencies
+      }
+    }
+    var all: [[Double]] = []
+    for await latencies in group { all.append(latencies) }
+    return all
+  }
+  let elapsed = Double(nowNanos() - start) / 1e9
+  let cpu = processCPUSeconds() - cpu0
+  let latencies = perTask.flatMap { $0 }.sorted()
+  report("requests", latencies.count)
+  report("rps", format(Double(latencies.count) / elapsed, 1))
+  report("p50_ms", format(percentile(latencies, 50), 3))
+  report("p99_ms", format(percentile(latencies, 99), 3))
+  report("cpu_us_per_request", format(cpu / Double(max(1, latencies.count)) * 1e6, 1))
+
+case "urlsession-single":
+  // The floor under `single`: bare URLSession (no Cepis code), same URL, same concurrency.
+  guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
+  let concurrency = args.int("concurrency", 1)
+  let seconds = args.double("seconds", 5)
+  let url = base.appendingPathComponent(args.options["cep"] ?? "10000000")
+  let configuration = URLSessionConfiguration.ephemeral
+  configuration.httpMaximumConnectionsPerHost = max(6, concurrency)
+  let session = URLSession(configuration: configuration)
+  for _ in 0..<concurrency { _ = try? await session.data(from: url) }
+  let cpu0 = processCPUSeconds()
+  let start = nowNanos()
+  let deadline = start + UInt64(seconds * 1e9)
+  let perTask: [[Double]] = await withTaskGroup(of: [Double].self) { group in
+    for _ in 0..<concurrency {
+      group.addTask {
+        var latencies: [Double] = []
+        while nowNanos() < deadline {
+          let t0 = nowNanos()
+          do { _ = try await session.data(from: url) } catch { fail("urlsession: \(error)") }
+          latencies.append(Double(nowNanos() - t0) / 1e6)
+        }
+        return latencies
+      }
+    }
+    var all: [[Double]] = []
+    for await latencies in group { all.append(latencies) }
+    return all
+  }
+  let elapsed = Double(nowNanos() - start) / 1e9
+  let cpu = processCPUSeconds() - cpu0
+  let latencies = perTask.flatMap { $0 }.sorted()
+  report("requests", latencies.count)
+  report("rps", format(Double(latencies.count) / elapsed, 1))
+  report("p50_ms", format(percentile(latencies, 50), 3))
+  report("p99_ms", format(percentile(latencies, 99), 3))
+  report("cpu_us_per_request", format(cpu / Double(max(1, latencies.count)) * 1e6, 1))
+
+case "urlsession-bulk":
+  // The floor under `bulk`: bare URLSession fetching the same /csv URLs, 4 in flight, bodies
+  // counted but not decoded.
+  guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
+  let inputs = bulkWorkload(count: args.int("ceps", 1_000_000))
+  let urls = batchURLs(base: base.absoluteString, inputs: inputs).compactMap(URL.init(string:))
+  let session = URLSession(configuration: .ephemeral)
+  _ = try? await session.data(from: urls[0])
+  let cpu0 = processCPUSeconds()
+  let t0 = nowNanos()
+  let bodyBytes: Int = await withTaskGroup(of: Int.self) { group in
+    var next = 0
+    var total = 0
+    for _ in 0..<min(4, urls.count) {
+      let url = urls[next]
+      next += 1
+      group.addTask { (try? await session.data(from: url))?.0.count ?? 0 }
+    }
+    while let bytes = await group.next() {
+      total += bytes
+      if next < urls.count {
+        let url = urls[next]
+        next += 1
+        group.addTask { (try? await session.data(from: url))?.0.count ?? 0 }
+      }
+    }
+    return total
+  }
+  let wall = Double(nowNanos() - t0) / 1e9
+  let cpu = processCPUSeconds() - cpu0
+  report("requests", urls.count)
+  report("body_bytes", bodyBytes)
+  report("wall_s", format(wall))
+  report("cpu_s", format(cpu))
+  report("cpu_us_per_cep", format(cpu / Double(inputs.count) * 1e6, 3))
+
+case "gen-csv":
+  guard let path = args.positionals.first else { fail("gen-csv FILE --mb N") }
+  let (bytes, records) = generateCEPCSV(path: path, megabytes: args.int("mb", 100))
+  report("bytes", bytes)
+  report("records", records)
+
+case "csv":
+  guard let path = args.positionals.first else { fail("csv FILE") }
+  let fd = open(path, O_RDONLY)
+  guard fd >= 0 else { fail("cannot open \(path)") }
+  let chunkSize = 1 << 16
+  let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+  var reader = CSVReader()
+  var records = 0
+  var fields = 0
+  var bytes = 0
+  let t0 = nowNanos()
+  var done = false
+  while true {
+    do {
+      while let record = try reader.next() {
+        records += 1
+        fields += record.fields.count
+      }
+    } catch { fail("\(error)") }
+    if done { break }
+    let n = read(fd, chunk.baseAddress, chunkSize)
+    if n <= 0 {
+      reader.finish()
+      done = true
+    } else {
+      bytes += n
+      reader.append(UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
+    }
+  }
+  let wall = Double(nowNanos() - t0) / 1e9
+  close(fd)
+  report("bytes", bytes)
+  report("records", records)
+  report("fields", fields)
+  report("wall_s", format(wall))
+  report("mb_per_s", format(Double(bytes) / 1e6 / wall, 2))
+
+case "gen-docs":
+  guard let directory = args.positionals.first else { fail("gen-docs DIR") }
+  let count = args.int("count", 4_096)
+  try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+  let cpfs = generateCPFs(count: count, seed: 3)
+  let cnpjs = generateCNPJs(count: count, seed: 5)
+  writeFile(directory + "/cpf.txt", Array((cpfs.joined(separator: "\n") + "\n").utf8))
+  writeFile(directory + "/cnpj.txt", Array((cnpjs.joined(separator: "\n") + "\n").utf8))
+  report("cpf_valid", cpfs.filter(CPF.isValid).count)
+  report("cnpj_valid", cnpjs.filter(CNPJ.isValid).count)
+  report("count", count)
+
+case "documents":
+  guard let directory = args.positionals.first else { fail("documents DIR") }
+  let iterations = args.int("iterations", 200)
+  let cpfs = readLines(directory + "/cpf.txt")
+  let cnpjs = readLines(directory + "/cnpj.txt")
+  let cpfBytes = cpfs.map { Array($0.utf8) }
+  let cnpjBytes = cnpjs.map { Array($0.utf8) }
+
+  @inline(never)
+  func timeStrings(_ inputs: [String], _ check: (String) -> Bool) -> (Double, Int) {
+    var valid = 0
+    let t0 = nowNanos()
+    for _ in 0..<iterations {
+      for input in inputs where check(input) { valid &+= 1 }
+    }
+    let ns = Double(nowNanos() - t0) / Double(iterations * inputs.count)
+    blackhole(valid)
+    return (ns, valid / iterations)
+  }
+  @inline(never)
+  func timeBytes(_ inputs: [[UInt8]], _ check: ([UInt8]) -> Bool) -> (Double, Int) {
+    var valid = 0
+    let t0 = nowNanos()
+    for _ in 0..<iterations {
+      for input in inputs where check(input) { valid &+= 1 }
+    }
+    let ns = Double(nowNanos() - t0) / Double(iterations * inputs.count)
+    blackhole(valid)
+    return (ns, valid / iterations)
+  }
+  // Warm-up, then the measured passes.
+  _ = timeStrings(cpfs) { CPF.isValid($0) }
+  let cpf = timeStrings(cpfs) { CPF.isValid($0) }
+  let cpfUTF8 = timeBytes(cpfBytes) { CPF.isValid(utf8: $0) }
+  let cnpj = timeStrings(cnpjs) { CNPJ.isValid($0) }
+  let cnpjUTF8 = timeBytes(cnpjBytes) { CNPJ.isValid(utf8: $0) }
+  report("inputs", cpfs.count)
+  report("cpf_ns", format(cpf.0, 2))
+  report("cpf_valid", cpf.1)
+  report("cpf_utf8_ns", format(cpfUTF8.0, 2))
+  report("cnpj_ns", format(cnpj.0, 2))
+  report("cnpj_valid", cnpj.1)
+  report("cnpj_utf8_ns", format(cnpjUTF8.0, 2))
+
+case "gen-enrich":
+  guard let path = args.positionals.first else { fail("gen-enrich FILE --rows N") }
+  let rows = args.int("rows", 100_000)
+  let distinct = generateEnrichCSV(path: path, rows: rows)
+  report("rows", rows)
+  report("distinct_valid", distinct)
+
+default:
+  fail(usage)
+}

@@ -1,0 +1,142 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// `--key value` options and positionals of one subcommand.
+struct Arguments {
+  var options: [String: String] = [:]
+  var positionals: [String] = []
+
+  init(_ raw: ArraySlice<String>) {
+    var iterator = raw.makeIterator()
+    while let item = iterator.next() {
+      if item.hasPrefix("--") {
+        let key = String(item.dropFirst(2))
+        if let eq = key.firstIndex(of: "=") {
+          options[String(key[..<eq])] = String(key[key.index(after: eq)...])
+        } else {
+          options[key] = iterator.next() ?? ""
+        }
+      } else {
+        positionals.append(item)
+      }
+    }
+  }
+
+  func int(_ key: String, _ fallback: Int) -> Int {
+    guard let text = options[key] else { return fallback }
+    guard let value = Int(text.replacingOccurrences(of: "_", with: "")) else {
+      fail("--\(key) needs an integer, not '\(text)'")
+    }
+    return value
+  }
+
+  func double(_ key: String, _ fallback: Double) -> Double {
+    guard let text = options[key] else { return fallback }
+    guard let value = Double(text) else { fail("--\(key) needs a number, not '\(text)'") }
+    return value
+  }
+
+  func string(_ key: String) -> String {
+    guard let value = options[key] else { fail("missing --\(key)") }
+    return value
+  }
+}
+
+func fail(_ message: String) -> Never {
+  FileHandle.standardError.write(Data("cepis-bench: \(message)\n".utf8))
+  exit(2)
+}
+
+/// Prints a machine-readable `key=value` line (flushed at once).
+func report(_ key: String, _ value: CustomStringConvertible) {
+  print("\(key)=\(value)")
+  fflush(nil)
+}
+
+/// Monotonic nanoseconds.
+@inline(__always)
+func nowNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// User + system CPU seconds of this process so far.
+func processCPUSeconds() -> Double {
+  var usage = rusage()
+  getrusage(RUSAGE_SELF.rawValue, &usage)
+  func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// Peak resident set size of this process, in MiB.
+func peakRSSMiB() -> Double {
+  var usage = rusage()
+  getrusage(RUSAGE_SELF.rawValue, &usage)
+  return Double(usage.ru_maxrss) / 1024
+}
+
+/// Keeps a value alive in the optimizer's eyes.
+@inline(never)
+func blackhole<T>(_ value: T) {
+  withExtendedLifetime(value) {}
+}
+
+/// A deterministic generator, so every run (and every baseline) sees the same inputs.
+struct SplitMix64: RandomNumberGenerator {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+func percentile(_ sorted: [Double], _ p: Double) -> Double {
+  guard !sorted.isEmpty else { return .nan }
+  let rank = p / 100 * Double(sorted.count - 1)
+  let low = Int(rank.rounded(.down))
+  let high = min(low + 1, sorted.count - 1)
+  let fraction = rank - Double(low)
+  return sorted[low] + (sorted[high] - sorted[low]) * fraction
+}
+
+func format(_ value: Double, _ digits: Int = 4) -> String {
+  String(format: "%.\(digits)f", value)
+}
+
+/// Writes `text` to `path`, replacing it.
+func writeFile(_ path: String, _ bytes: [UInt8]) {
+  guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+    fail("cannot write \(path)")
+  }
+}
+
+/// Streams bytes to a file through a large buffer.
+final class FileWriter {
+  private let handle: UnsafeMutablePointer<FILE>
+  init(_ path: String) {
+    guard let handle = fopen(path, "wb") else { fail("cannot open \(path) for writing") }
+    self.handle = handle
+    setvbuf(handle, nil, _IOFBF, 1 << 20)
+  }
+  func write(_ bytes: [UInt8]) {
+    _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, handle) }
+  }
+  func write(_ text: String) {
+    var text = text
+    text.withUTF8 { _ = fwrite($0.baseAddress, 1, $0.count, handle) }
+  }
+  func close() { fclose(handle) }
+}
+
+/// Reads a whole file as lines (no trailing empty line).
+func readLines(_ path: String) -> [String] {
+  guard let data = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
+  return String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+    .map(String.init).filter { !$0.isEmpty }
+}
