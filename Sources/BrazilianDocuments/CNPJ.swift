@@ -71,6 +71,23 @@ public struct CNPJ: Sendable, Hashable {
     return Scanner.scanCNPJ(bytes, into: &buffer) == nil
   }
 
+  /// Whether contiguous UTF-8 bytes hold a valid CNPJ. Concrete overloads, so that callers
+  /// in other modules run specialized code instead of the generic entry point.
+  public static func isValid(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    var buffer = InlineBytes()
+    return Scanner.scanCNPJ(bytes, into: &buffer) == nil
+  }
+
+  /// Whether the UTF-8 bytes hold a valid CNPJ (concrete overload, see above).
+  public static func isValid(utf8 bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBufferPointer { isValid(utf8: $0) }
+  }
+
+  /// Whether the UTF-8 bytes hold a valid CNPJ (concrete overload, see above).
+  public static func isValid(utf8 bytes: ArraySlice<UInt8>) -> Bool {
+    bytes.withUnsafeBufferPointer { isValid(utf8: $0) }
+  }
+
   /// The CNPJ in its usual written form: `"12.ABC.345/01DE-35"`.
   public var formatted: String {
     let characters = Array(value)

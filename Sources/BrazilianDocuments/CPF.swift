@@ -64,6 +64,23 @@ public struct CPF: Sendable, Hashable {
     return Scanner.scanCPF(bytes, into: &buffer) == nil
   }
 
+  /// Whether contiguous UTF-8 bytes hold a valid CPF. Concrete overloads, so that callers
+  /// in other modules run specialized code instead of the generic entry point.
+  public static func isValid(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    var buffer = InlineBytes()
+    return Scanner.scanCPF(bytes, into: &buffer) == nil
+  }
+
+  /// Whether the UTF-8 bytes hold a valid CPF (concrete overload, see above).
+  public static func isValid(utf8 bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBufferPointer { isValid(utf8: $0) }
+  }
+
+  /// Whether the UTF-8 bytes hold a valid CPF (concrete overload, see above).
+  public static func isValid(utf8 bytes: ArraySlice<UInt8>) -> Bool {
+    bytes.withUnsafeBufferPointer { isValid(utf8: $0) }
+  }
+
   /// The CPF in its usual written form: `"390.533.447-05"`.
   public var formatted: String {
     let characters = Array(digits)

@@ -268,9 +268,17 @@ public struct CSVReader: Sendable {
       ascii = false
       break
     }
+    if ascii { return String(decoding: bytes, as: UTF8.self) }
+    // One validating pass instead of a repairing decode plus a byte-for-byte comparison.
+    if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+      guard let text = String(validating: bytes, as: UTF8.self) else {
+        throw CSVError(reason: .invalidUTF8, line: line)
+      }
+      return text
+    }
     let text = String(decoding: bytes, as: UTF8.self)
     // Invalid sequences decode to U+FFFD; comparing the bytes back catches them exactly.
-    if !ascii && !text.utf8.elementsEqual(bytes) {
+    if !text.utf8.elementsEqual(bytes) {
       throw CSVError(reason: .invalidUTF8, line: line)
     }
     return text

@@ -23,34 +23,48 @@ extension Client {
   public func lookupMany(_ ceps: [String]) async throws -> [Address?] {
     let plan = BatchPlan(inputs: ceps, chunkSize: Self.maxBatch)
     guard !plan.chunks.isEmpty else { return Array(repeating: nil, count: ceps.count) }
-    var found: [String: Address] = [:]
-    found.reserveCapacity(plan.distinct.count)
-    try await withThrowingTaskGroup(of: [String: Address].self) { group in
+    // One slot per distinct CEP, filled in place by chunk offset: no per-chunk dictionary,
+    // no merge, no hashing when the answer is assembled.
+    var found = [Address?](repeating: nil, count: plan.distinct.count)
+    try await withThrowingTaskGroup(of: (Int, [Address?]).self) { group in
       var nextChunk = 0
       let initial = min(Self.batchConcurrency, plan.chunks.count)
       for _ in 0..<initial {
-        let chunk = plan.chunks[nextChunk]
-        group.addTask { try await fetchChunk(chunk) }
+        let index = nextChunk
+        let chunk = plan.chunks[index]
+        group.addTask { (index, try await fetchChunk(positionsOf: chunk)) }
         nextChunk += 1
       }
-      while let partial = try await group.next() {
-        found.merge(partial) { first, _ in first }
+      while let (index, partial) = try await group.next() {
+        let offset = plan.chunkOffsets[index]
+        for position in partial.indices where partial[position] != nil {
+          found[offset + position] = partial[position]
+        }
         if nextChunk < plan.chunks.count {
-          let chunk = plan.chunks[nextChunk]
-          group.addTask { try await fetchChunk(chunk) }
+          let index = nextChunk
+          let chunk = plan.chunks[index]
+          group.addTask { (index, try await fetchChunk(positionsOf: chunk)) }
           nextChunk += 1
         }
       }
     }
-    return plan.slots.map { slot in slot.flatMap { found[$0] } }
+    return plan.slotIndices.map { slot in slot.flatMap { found[$0] } }
   }
 
   /// Fetches one chunk of distinct, normalized CEPs and keys the rows by their own CEP.
   func fetchChunk(_ chunk: [String]) async throws -> [String: Address] {
+    let found = try await fetchChunk(positionsOf: chunk)
+    var result: [String: Address] = [:]
+    for (cep, address) in zip(chunk, found) { result[cep] = address }
+    return result
+  }
+
+  /// Fetches one chunk and answers in the chunk's order (`nil`: not found or not answered).
+  func fetchChunk(positionsOf chunk: [String]) async throws -> [Address?] {
     let response = try await send(path: "/csv?ceps=" + chunk.joined(separator: ","))
     switch response.status {
     case 200..<300:
-      return try Self.decodeBatch(response, requested: Set(chunk))
+      return try Self.decodeBatch(response, chunk: chunk)
     case 400:
       throw CepisError.invalidCEP(
         Self.mensagem(in: response) ?? "the API rejected the batch request")
@@ -61,9 +75,7 @@ extension Client {
 
   /// Decodes a `/csv` answer: a header naming the columns, then rows. A row whose
   /// `localidade` is empty is a CEP that does not exist.
-  static func decodeBatch(_ response: HTTPResponse, requested: Set<String>) throws
-    -> [String: Address]
-  {
+  static func decodeBatch(_ response: HTTPResponse, chunk: [String]) throws -> [Address?] {
     if response.looksLikeHTML {
       throw CepisError.invalidResponse(
         "expected CSV, got an HTML page (captive portal or proxy?): \(response.bodyPreview())")
@@ -75,13 +87,23 @@ extension Client {
       throw CepisError.invalidResponse("expected CSV, got \(type): \(response.bodyPreview())")
     }
     do {
-      return try decodeBatchRows(response.body, requested: requested)
+      return try decodeBatchRows(response.body, chunk: chunk)
     } catch let error as CSVError {
       throw CepisError.invalidResponse("\(error) in \(response.bodyPreview())")
     }
   }
 
   static func decodeBatchRows(_ body: Data, requested: Set<String>) throws -> [String: Address] {
+    let chunk = Array(requested)
+    var result: [String: Address] = [:]
+    for (cep, address) in zip(chunk, try decodeBatchRows(body, chunk: chunk)) {
+      result[cep] = address
+    }
+    return result
+  }
+
+  /// The rows of a `/csv` answer in `chunk`'s order: one hash per row, none per field.
+  static func decodeBatchRows(_ body: Data, chunk: [String]) throws -> [Address?] {
     var reader = CSVReader()
     reader.append(body)
     reader.finish()
@@ -93,21 +115,25 @@ extension Client {
       throw CepisError.invalidResponse(
         "CSV without the cep and localidade columns: \(HTTPResponse.preview(of: body))")
     }
-    var found: [String: Address] = [:]
-    var answered = Set<String>()
+    var position: [String: Int] = [:]
+    position.reserveCapacity(chunk.count)
+    for (index, cep) in chunk.enumerated() { position[cep] = index }
+    var found = [Address?](repeating: nil, count: chunk.count)
+    var answered = [Bool](repeating: false, count: chunk.count)
     while let record = try reader.next() {
       let fields = record.fields
       guard cepColumn < fields.count,
         let cep = normalizedCEPDigits(fields[cepColumn].utf8),
-        requested.contains(cep), answered.insert(cep).inserted
+        let index = position[cep], !answered[index]
       else { continue }
+      answered[index] = true
       let localidade = localidadeColumn < fields.count ? fields[localidadeColumn] : ""
       guard !localidade.isEmpty else { continue }
       func field(_ index: Int?) -> String {
         guard let index, index < fields.count else { return "" }
         return fields[index]
       }
-      found[cep] = Address(
+      found[index] = Address(
         cep: cep, logradouro: field(columns.logradouro), complemento: field(columns.complemento),
         bairro: field(columns.bairro), localidade: localidade, uf: field(columns.uf),
         ibge: field(columns.ibge), geo: nil)
@@ -145,23 +171,37 @@ struct BatchColumns {
 /// How a batch is sent: each input's normalized CEP (or `nil` when malformed), the distinct
 /// CEPs in first-seen order, and those split into chunks.
 struct BatchPlan {
-  var slots: [String?]
+  var slots: [String?] { slotIndices.map { $0.map { distinct[$0] } } }
+  /// Each input's index in `distinct`, or `nil` when malformed.
+  var slotIndices: [Int?]
   var distinct: [String]
   var chunks: [[String]]
+  /// Where each chunk starts in `distinct`.
+  var chunkOffsets: [Int]
 
   init(inputs: [String], chunkSize: Int) {
-    var slots: [String?] = []
+    var slots: [Int?] = []
     slots.reserveCapacity(inputs.count)
-    var seen = Set<String>()
+    var seen: [String: Int] = [:]
+    seen.reserveCapacity(inputs.count)
     var distinct: [String] = []
     for input in inputs {
-      let cep = normalizedCEPDigits(input.utf8) ?? (try? normalizeCEP(input))
-      slots.append(cep)
-      if let cep, seen.insert(cep).inserted { distinct.append(cep) }
+      guard let cep = normalizedCEPDigits(input.utf8) ?? (try? normalizeCEP(input)) else {
+        slots.append(nil)
+        continue
+      }
+      if let index = seen[cep] {
+        slots.append(index)
+      } else {
+        seen[cep] = distinct.count
+        slots.append(distinct.count)
+        distinct.append(cep)
+      }
     }
-    self.slots = slots
+    self.slotIndices = slots
     self.distinct = distinct
     let size = max(1, chunkSize)
+    self.chunkOffsets = Array(stride(from: 0, to: distinct.count, by: size))
     self.chunks = stride(from: 0, to: distinct.count, by: size).map {
       Array(distinct[$0..<min($0 + size, distinct.count)])
     }
