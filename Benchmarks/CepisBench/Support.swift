@@ -137,6 +137,8 @@ final class FileWriter {
 /// Reads a whole file as lines (no trailing empty line).
 func readLines(_ path: String) -> [String] {
   guard let data = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
-  return String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-    .map(String.init).filter { !$0.isEmpty }
+  return String(decoding: data, as: UTF8.self).split(
+    separator: "\n", omittingEmptySubsequences: false
+  )
+  .map(String.init).filter { !$0.isEmpty }
 }

@@ -87,7 +87,8 @@ func batchURLs(base: String, inputs: [String]) -> [String] {
   var distinct: [String] = []
   for input in inputs {
     let digits = input.utf8.filter { $0 >= 48 && $0 <= 57 }
-    guard digits.count == 8, input.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 32 })
+    guard digits.count == 8,
+      input.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 32 })
     else { continue }
     let cep = String(decoding: digits, as: UTF8.self)
     if seen.insert(cep).inserted { distinct.append(cep) }
@@ -164,7 +165,9 @@ func generateEnrichCSV(path: String, rows: Int) -> Int {
   let workload = MixedWorkload(count: rows, duplicateShare: 0.30, malformedShare: 0.05, seed: 7)
   let writer = FileWriter(path)
   writer.write("id,nome,cep,observacao\n")
-  let names = ["Ana Souza", "João da Silva", "Maria José", "Pedro \"Pedrinho\" Lima", "Luíza, Ltda."]
+  let names = [
+    "Ana Souza", "João da Silva", "Maria José", "Pedro \"Pedrinho\" Lima", "Luíza, Ltda.",
+  ]
   for (index, cep) in workload.inputs.enumerated() {
     let line =
       "\(index + 1)," + csvField(names[index % names.count]) + "," + csvField(cep) + ","
