@@ -1,6 +1,6 @@
 # Common tasks. `make check` is what CI runs besides the longer scripts in .ci/run.
 SWIFT ?= swift
-FORMAT_PATHS = Package.swift Sources Tests Benchmarks
+FORMAT_PATHS = Package.swift Sources Tests Benchmarks Fuzz
 
 .PHONY: build test lint format docs check
 

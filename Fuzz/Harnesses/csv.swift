@@ -2,6 +2,7 @@
 // input itself chooses; both feedings must agree with the one-shot read.
 @testable import Cepis
 
+/// libFuzzer's entry point: one input per call; a trap is a finding.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let bytes = Array(UnsafeBufferPointer(start: data, count: size))

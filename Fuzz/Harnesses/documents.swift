@@ -2,6 +2,7 @@
 // back to itself.
 import BrazilianDocuments
 
+/// libFuzzer's entry point: one input per call; a trap is a finding.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)

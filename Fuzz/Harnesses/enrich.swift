@@ -4,6 +4,7 @@
 // altered. Inputs it rejects must be rejected with a CSVError, never a crash.
 @testable import Cepis
 
+/// libFuzzer's entry point: one input per call; a trap is a finding.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let input = Array(UnsafeBufferPointer(start: data, count: size))

@@ -2,6 +2,7 @@
 // any bytes, and never claims to consume more than it was given.
 import CepisMock
 
+/// libFuzzer's entry point: one input per call; a trap is a finding.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let bytes = UnsafeBufferPointer(start: data, count: size)

@@ -3,6 +3,7 @@ import Foundation
 
 @testable import CepisHTTP
 
+/// libFuzzer's entry point: one input per call; a trap is a finding.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)

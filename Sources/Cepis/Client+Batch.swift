@@ -51,14 +51,6 @@ extension Client {
     return plan.slotIndices.map { slot in slot.flatMap { found[$0] } }
   }
 
-  /// Fetches one chunk of distinct, normalized CEPs and keys the rows by their own CEP.
-  func fetchChunk(_ chunk: [String]) async throws -> [String: Address] {
-    let found = try await fetchChunk(positionsOf: chunk)
-    var result: [String: Address] = [:]
-    for (cep, address) in zip(chunk, found) { result[cep] = address }
-    return result
-  }
-
   /// Fetches one chunk and answers in the chunk's order (`nil`: not found or not answered).
   func fetchChunk(positionsOf chunk: [String]) async throws -> [Address?] {
     let response = try await send(path: "/csv?ceps=" + chunk.joined(separator: ","))
@@ -91,15 +83,6 @@ extension Client {
     } catch let error as CSVError {
       throw CepisError.invalidResponse("\(error) in \(response.bodyPreview())")
     }
-  }
-
-  static func decodeBatchRows(_ body: Data, requested: Set<String>) throws -> [String: Address] {
-    let chunk = Array(requested)
-    var result: [String: Address] = [:]
-    for (cep, address) in zip(chunk, try decodeBatchRows(body, chunk: chunk)) {
-      result[cep] = address
-    }
-    return result
   }
 
   /// The rows of a `/csv` answer in `chunk`'s order: one hash per row, none per field.

@@ -113,11 +113,10 @@ struct BatchPlanTests {
       ,02000000,,
       """
     let found = try Client.decodeBatchRows(
-      Data(body.utf8), requested: ["01001000", "20040002", "02000000"])
-    #expect(found.count == 2)
-    #expect(found["01001000"]?.logradouro == "Praça da Sé")
-    #expect(found["20040002"]?.uf == "RJ")
-    #expect(found["02000000"] == nil)
-    #expect(found["99999999"] == nil)
+      Data(body.utf8), chunk: ["01001000", "20040002", "02000000"])
+    #expect(found.count == 3)
+    #expect(found[0]?.logradouro == "Praça da Sé")
+    #expect(found[1]?.uf == "RJ")
+    #expect(found[2] == nil)
   }
 }
