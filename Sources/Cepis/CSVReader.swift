@@ -93,6 +93,7 @@ public struct CSVReader: Sendable {
   private var checkedByteOrderMark = false
   private var line = 1
   private var scratch: [UInt8] = []
+  private var lastFieldCount = 8
 
   /// Creates a reader.
   ///
@@ -165,25 +166,83 @@ public struct CSVReader: Sendable {
 
   // Scans one record starting at `start`; `nil` means the record is not complete yet.
   private mutating func scanRecord(from start: Int) throws -> (CSVRecord, Int)? {
-    var fields: [String] = []
-    var index = start
-    let end = buffer.count
+    // The scratch buffer is moved out for the scan so the input buffer can be borrowed
+    // unsafely at the same time (no exclusivity conflict, no copy).
+    var scratch: [UInt8] = []
+    swap(&scratch, &self.scratch)
+    defer { swap(&scratch, &self.scratch) }
+    let separator = self.separator
+    let atEnd = self.atEnd
+    let capacity = lastFieldCount
+    let outcome: Scanned?
+    do {
+      outcome = try buffer.withUnsafeBufferPointer { bytes in
+        try Self.scan(
+          bytes, from: start, separator: separator, atEnd: atEnd, scratch: &scratch,
+          fieldCapacity: capacity)
+      }
+    } catch let failure as ScanFailure {
+      throw CSVError(reason: failure.reason, line: line)
+    }
+    guard let outcome else { return nil }
     let startLine = line
+    line += outcome.newlines + 1
+    lastFieldCount = outcome.fields.count
+    let terminator: [UInt8]
+    switch outcome.terminatorLength {
+    case 2: terminator = Self.crlf
+    case 1: terminator = buffer[outcome.recordEnd] == Self.lineFeed ? Self.lf : Self.cr
+    default: terminator = []
+    }
+    let raw = keepRawBytes ? Array(buffer[start..<outcome.recordEnd]) : []
+    return (
+      CSVRecord(fields: outcome.fields, rawBytes: raw, terminator: terminator, line: startLine),
+      outcome.recordEnd + outcome.terminatorLength
+    )
+  }
+
+  // Shared, so that a record's terminator costs no allocation.
+  private static let crlf: [UInt8] = [13, 10]
+  private static let lf: [UInt8] = [10]
+  private static let cr: [UInt8] = [13]
+
+  private struct ScanFailure: Error {
+    var reason: CSVError.Reason
+  }
+
+  private struct Scanned {
+    var fields: [String]
+    var recordEnd: Int
+    var terminatorLength: Int
+    var newlines: Int
+  }
+
+  // The scanner proper, over raw bytes: one pass per field, noting on the way whether the
+  // field is pure ASCII so that decoding needs no second look at it.
+  private static func scan(
+    _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, separator: UInt8, atEnd: Bool,
+    scratch: inout [UInt8], fieldCapacity: Int
+  ) throws -> Scanned? {
+    var fields: [String] = []
+    fields.reserveCapacity(fieldCapacity)
+    var index = start
+    let end = bytes.count
     var newlines = 0
     while true {
-      if index < end && buffer[index] == Self.quote {
+      if index < end && bytes[index] == quote {
         scratch.removeAll(keepingCapacity: true)
         var cursor = index + 1
+        var high: UInt8 = 0
         while true {
           guard cursor < end else {
-            if atEnd { throw CSVError(reason: .unterminatedQuote, line: startLine) }
+            if atEnd { throw ScanFailure(reason: .unterminatedQuote) }
             return nil
           }
-          let byte = buffer[cursor]
-          if byte == Self.quote {
+          let byte = bytes[cursor]
+          if byte == quote {
             if cursor + 1 < end {
-              if buffer[cursor + 1] == Self.quote {
-                scratch.append(Self.quote)
+              if bytes[cursor + 1] == quote {
+                scratch.append(quote)
                 cursor += 2
                 continue
               }
@@ -192,41 +251,44 @@ public struct CSVReader: Sendable {
             if atEnd { break }
             return nil
           }
-          if byte == Self.lineFeed
-            || (byte == Self.carriageReturn
-              && (cursor + 1 >= end || buffer[cursor + 1] != Self.lineFeed))
+          if byte == lineFeed
+            || (byte == carriageReturn && (cursor + 1 >= end || bytes[cursor + 1] != lineFeed))
           {
             newlines += 1
           }
+          high |= byte
           scratch.append(byte)
           cursor += 1
         }
-        fields.append(try Self.decode(scratch[...], line: startLine))
+        fields.append(
+          try scratch.withUnsafeBufferPointer { try decode($0, isASCII: high < 0x80) })
         index = cursor + 1
         if index < end {
-          let byte = buffer[index]
+          let byte = bytes[index]
           if byte == separator {
             index += 1
             continue
           }
-          if byte != Self.lineFeed && byte != Self.carriageReturn {
-            throw CSVError(reason: .characterAfterClosingQuote, line: startLine)
+          if byte != lineFeed && byte != carriageReturn {
+            throw ScanFailure(reason: .characterAfterClosingQuote)
           }
         } else if !atEnd {
           return nil
         }
       } else {
         var cursor = index
-        let separator = self.separator
+        var high: UInt8 = 0
         while cursor < end {
-          let byte = buffer[cursor]
-          if byte == separator || byte == Self.lineFeed || byte == Self.carriageReturn { break }
+          let byte = bytes[cursor]
+          if byte == separator || byte == lineFeed || byte == carriageReturn { break }
+          high |= byte
           cursor += 1
         }
         if cursor >= end && !atEnd { return nil }
-        fields.append(try Self.decode(buffer[index..<cursor], line: startLine))
+        fields.append(
+          try decode(UnsafeBufferPointer(rebasing: bytes[index..<cursor]), isASCII: high < 0x80))
         index = cursor
-        if index < end && buffer[index] == separator {
+        if index < end && bytes[index] == separator {
           index += 1
           if index >= end {
             if !atEnd { return nil }
@@ -237,49 +299,38 @@ public struct CSVReader: Sendable {
         }
       }
       // At a line end or the end of input.
-      let recordEnd = index
-      var terminator: [UInt8] = []
+      var terminatorLength = 0
       if index < end {
-        if buffer[index] == Self.carriageReturn {
+        if bytes[index] == carriageReturn {
           if index + 1 < end {
-            terminator = buffer[index + 1] == Self.lineFeed ? [13, 10] : [13]
+            terminatorLength = bytes[index + 1] == lineFeed ? 2 : 1
           } else if atEnd {
-            terminator = [13]
+            terminatorLength = 1
           } else {
             return nil
           }
-        } else if buffer[index] == Self.lineFeed {
-          terminator = [10]
+        } else if bytes[index] == lineFeed {
+          terminatorLength = 1
         }
-        index += terminator.count
       }
-      line = startLine + newlines + 1
-      let raw = keepRawBytes ? Array(buffer[start..<recordEnd]) : []
-      return (
-        CSVRecord(fields: fields, rawBytes: raw, terminator: terminator, line: startLine),
-        index
-      )
+      return Scanned(
+        fields: fields, recordEnd: index, terminatorLength: terminatorLength, newlines: newlines)
     }
   }
 
-  private static func decode(_ bytes: ArraySlice<UInt8>, line: Int) throws -> String {
-    var ascii = true
-    for byte in bytes where byte >= 0x80 {
-      ascii = false
-      break
-    }
-    if ascii { return String(decoding: bytes, as: UTF8.self) }
-    // One validating pass instead of a repairing decode plus a byte-for-byte comparison.
+  private static func decode(_ bytes: UnsafeBufferPointer<UInt8>, isASCII: Bool) throws -> String {
+    if isASCII { return String(decoding: bytes, as: UTF8.self) }
+    // One validating pass where the platform has it.
     if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
       guard let text = String(validating: bytes, as: UTF8.self) else {
-        throw CSVError(reason: .invalidUTF8, line: line)
+        throw ScanFailure(reason: .invalidUTF8)
       }
       return text
     }
     let text = String(decoding: bytes, as: UTF8.self)
     // Invalid sequences decode to U+FFFD; comparing the bytes back catches them exactly.
     if !text.utf8.elementsEqual(bytes) {
-      throw CSVError(reason: .invalidUTF8, line: line)
+      throw ScanFailure(reason: .invalidUTF8)
     }
     return text
   }

@@ -98,17 +98,21 @@ extension Client {
       throw CepisError.invalidResponse(
         "CSV without the cep and localidade columns: \(HTTPResponse.preview(of: body))")
     }
-    var position: [String: Int] = [:]
+    var position: [Int: Int] = [:]
     position.reserveCapacity(chunk.count)
-    for (index, cep) in chunk.enumerated() { position[cep] = index }
+    for (index, cep) in chunk.enumerated() {
+      if let number = cepNumber(cep.utf8) { position[number] = index }
+    }
     var found = [Address?](repeating: nil, count: chunk.count)
     var answered = [Bool](repeating: false, count: chunk.count)
     while let record = try reader.next() {
       let fields = record.fields
       guard cepColumn < fields.count,
-        let cep = normalizedCEPDigits(fields[cepColumn].utf8),
-        let index = position[cep], !answered[index]
+        let number = cepNumber(fields[cepColumn].utf8),
+        let index = position[number], !answered[index]
       else { continue }
+      // The requested spelling: always the 8 digits, however the row masked it.
+      let cep = chunk[index]
       answered[index] = true
       let localidade = localidadeColumn < fields.count ? fields[localidadeColumn] : ""
       guard !localidade.isEmpty else { continue }
@@ -153,6 +157,9 @@ struct BatchColumns {
 
 /// How a batch is sent: each input's normalized CEP (or `nil` when malformed), the distinct
 /// CEPs in first-seen order, and those split into chunks.
+///
+/// Inputs are keyed by their CEP number, so planning a million inputs builds a string only
+/// for each distinct CEP, never for each input.
 struct BatchPlan {
   var slots: [String?] { slotIndices.map { $0.map { distinct[$0] } } }
   /// Each input's index in `distinct`, or `nil` when malformed.
@@ -165,20 +172,21 @@ struct BatchPlan {
   init(inputs: [String], chunkSize: Int) {
     var slots: [Int?] = []
     slots.reserveCapacity(inputs.count)
-    var seen: [String: Int] = [:]
+    var seen: [Int: Int] = [:]
     seen.reserveCapacity(inputs.count)
     var distinct: [String] = []
     for input in inputs {
-      guard let cep = normalizedCEPDigits(input.utf8) ?? (try? normalizeCEP(input)) else {
+      guard let number = cepNumber(input.utf8) ?? (try? normalizeCEP(input)).flatMap({ Int($0) })
+      else {
         slots.append(nil)
         continue
       }
-      if let index = seen[cep] {
+      if let index = seen[number] {
         slots.append(index)
       } else {
-        seen[cep] = distinct.count
+        seen[number] = distinct.count
         slots.append(distinct.count)
-        distinct.append(cep)
+        distinct.append(cepString(number))
       }
     }
     self.slotIndices = slots

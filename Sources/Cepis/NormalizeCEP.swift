@@ -28,7 +28,14 @@ public func normalizeCEP(_ value: String) throws -> String {
 /// The 8 digits of a CEP, or `nil` when `bytes` is not one (the same rules as
 /// ``normalizeCEP(_:)`` for ASCII input, without an error or an allocation on failure).
 func normalizedCEPDigits(_ bytes: some Collection<UInt8>) -> String? {
-  var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0)
+  cepNumber(bytes).map(cepString)
+}
+
+/// A CEP as a number (`01001000` → 1001000), or `nil` when `bytes` is not one: the same
+/// rules as ``normalizeCEP(_:)`` for ASCII input. Bulk paths key CEPs by this number, which
+/// hashes faster than a string and needs no allocation.
+func cepNumber(_ bytes: some Collection<UInt8>) -> Int? {
+  var value = 0
   var count = 0
   var seenContent = false
   var inTrailingWhitespace = false
@@ -36,7 +43,7 @@ func normalizedCEPDigits(_ bytes: some Collection<UInt8>) -> String? {
     switch byte {
     case UInt8(ascii: "0")...UInt8(ascii: "9"):
       guard count < 8, !inTrailingWhitespace else { return nil }
-      withUnsafeMutableBytes(of: &digits) { $0[count] = byte }
+      value = value &* 10 &+ Int(byte &- UInt8(ascii: "0"))
       count += 1
       seenContent = true
     case UInt8(ascii: "-"), UInt8(ascii: "."):
@@ -51,7 +58,19 @@ func normalizedCEPDigits(_ bytes: some Collection<UInt8>) -> String? {
       return nil
     }
   }
-  guard count == 8 else { return nil }
+  return count == 8 ? value : nil
+}
+
+/// The 8-digit string of a CEP number (`1001000` → `"01001000"`).
+func cepString(_ number: Int) -> String {
+  var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0)
+  var rest = number
+  withUnsafeMutableBytes(of: &digits) { buffer in
+    for index in stride(from: 7, through: 0, by: -1) {
+      buffer[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+      rest /= 10
+    }
+  }
   return withUnsafeBytes(of: &digits) { String(decoding: $0, as: UTF8.self) }
 }
 
