@@ -142,3 +142,11 @@ func readLines(_ path: String) -> [String] {
   )
   .map(String.init).filter { !$0.isEmpty }
 }
+
+/// The resident set size now, in MiB (Linux: /proc/self/statm; 0 elsewhere).
+func currentRSSMiB() -> Double {
+  guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+    let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+  else { return 0 }
+  return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+}

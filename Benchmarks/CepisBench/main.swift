@@ -25,6 +25,7 @@ let usage = """
     single --base-url URL --concurrency C --seconds S [--cep CEP]   lookup loop: rps, p50, p99
     gen-csv FILE --mb N                       a cep.is-shaped CSV
     csv FILE                                  CSVReader throughput
+    rss-loop --base-url URL [--rounds N]      RSS while one 500-CEP batch repeats
     gen-docs DIR [--count N]                  DIR/cpf.txt, DIR/cnpj.txt (mixed valid/invalid)
     documents DIR [--iterations N]            ns per CPF.isValid / CNPJ.isValid call
     gen-enrich FILE --rows N                  an input for `cepis enrich`
@@ -311,6 +312,17 @@ case "documents":
   report("cnpj_ns", format(cnpj.0, 2))
   report("cnpj_valid", cnpj.1)
   report("cnpj_utf8_ns", format(cnpjUTF8.0, 2))
+
+case "rss-loop":
+  // Memory per request: the same 500-CEP batch sent again and again, RSS printed as it goes.
+  guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
+  let rounds = args.int("rounds", 2_000)
+  let client = Client(baseURL: base, timeout: 60)
+  let batch = (0..<500).map { String(10_000_000 + $0 * 17) }
+  for round in 1...rounds {
+    do { _ = try await client.lookupMany(batch) } catch { fail("lookupMany: \(error)") }
+    if round % (rounds / 5) == 0 { report("rss_mib_after_\(round)", format(currentRSSMiB(), 1)) }
+  }
 
 case "gen-enrich":
   guard let path = args.positionals.first else { fail("gen-enrich FILE --rows N") }
