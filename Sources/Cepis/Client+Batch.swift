@@ -23,9 +23,9 @@ extension Client {
   public func lookupMany(_ ceps: [String]) async throws -> [Address?] {
     let plan = BatchPlan(inputs: ceps, chunkSize: Self.maxBatch)
     guard !plan.chunks.isEmpty else { return Array(repeating: nil, count: ceps.count) }
-    // One slot per distinct CEP, filled in place by chunk offset: no per-chunk dictionary,
-    // no merge, no hashing when the answer is assembled.
-    var found = [Address?](repeating: nil, count: plan.distinct.count)
+    // Each chunk's answer is kept as it arrives (moved, not copied) and read straight into
+    // the result: an address is copied once, into its input's slot.
+    var answers = [[Address?]](repeating: [], count: plan.chunks.count)
     try await withThrowingTaskGroup(of: (Int, [Address?]).self) { group in
       var nextChunk = 0
       let initial = min(Self.batchConcurrency, plan.chunks.count)
@@ -36,10 +36,7 @@ extension Client {
         nextChunk += 1
       }
       while let (index, partial) = try await group.next() {
-        let offset = plan.chunkOffsets[index]
-        for position in partial.indices where partial[position] != nil {
-          found[offset + position] = partial[position]
-        }
+        answers[index] = partial
         if nextChunk < plan.chunks.count {
           let index = nextChunk
           let chunk = plan.chunks[index]
@@ -48,7 +45,11 @@ extension Client {
         }
       }
     }
-    return plan.slotIndices.map { slot in slot.flatMap { found[$0] } }
+    let size = plan.chunkSize
+    return plan.slotIndices.map { slot in
+      guard let slot else { return nil }
+      return answers[slot / size][slot % size]
+    }
   }
 
   /// Fetches one chunk and answers in the chunk's order (`nil`: not found or not answered).
@@ -166,8 +167,8 @@ struct BatchPlan {
   var slotIndices: [Int?]
   var distinct: [String]
   var chunks: [[String]]
-  /// Where each chunk starts in `distinct`.
-  var chunkOffsets: [Int]
+  /// The size of every chunk but the last: distinct CEP `i` is in chunk `i / chunkSize`.
+  var chunkSize: Int
 
   init(inputs: [String], chunkSize: Int) {
     var slots: [Int?] = []
@@ -192,7 +193,7 @@ struct BatchPlan {
     self.slotIndices = slots
     self.distinct = distinct
     let size = max(1, chunkSize)
-    self.chunkOffsets = Array(stride(from: 0, to: distinct.count, by: size))
+    self.chunkSize = size
     self.chunks = stride(from: 0, to: distinct.count, by: size).map {
       Array(distinct[$0..<min($0 + size, distinct.count)])
     }
