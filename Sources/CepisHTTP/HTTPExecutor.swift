@@ -7,8 +7,8 @@ import Foundation
 /// The request → attempts → deadline → outcome loop both API clients share.
 ///
 /// What it guarantees, on Linux as on Apple platforms:
-/// - each attempt is raced against its own timer (`attemptTimeout`, sub-second values
-///   honoured) and the call against `totalTimeout`; the loser is cancelled. Neither
+/// - each attempt has its own deadline (`attemptTimeout`, sub-second values honoured), cut
+///   short by what is left of `totalTimeout`; when it expires the attempt ends at once. Neither
 ///   deadline is left to `URLSession`, whose Linux implementation truncates timeouts to
 ///   whole seconds, restarts its idle timer on every byte and has no resource timeout;
 /// - 429, 500, 502, 503, 504 and network failures are retried, at most `maxAttempts`
@@ -74,9 +74,7 @@ package struct HTTPExecutor: Sendable {
       }
 
       do {
-        let response = try await Self.race(seconds: attemptLimit) {
-          try await transport.send(request)
-        }
+        let response = try await transport.send(request, timeout: attemptLimit)
         if !RetryPolicy.isRetriableStatus(response.status) || isFinal(response) {
           budget?.recordSuccess(spent: spent)
           return response
@@ -101,7 +99,7 @@ package struct HTTPExecutor: Sendable {
         } else {
           wasTimeout = false
         }
-      } catch let error as DeadlineExpired {
+      } catch let error as AttemptTimedOut {
         wasTimeout = true
         if limitedByTotal {
           throw HTTPFailure.timedOut("total timeout of \(Self.format(policy.totalTimeout)) expired")
@@ -123,35 +121,6 @@ package struct HTTPExecutor: Sendable {
         spent += cost
       }
       try await environment.sleep(delay)
-    }
-  }
-
-  /// Thrown by the timer side of ``race(seconds:operation:)``.
-  private struct DeadlineExpired: Error {
-    var seconds: TimeInterval
-  }
-
-  /// Runs `operation` against a timer; whichever finishes first wins and the other is
-  /// cancelled.
-  private static func race(
-    seconds: TimeInterval,
-    operation: @escaping @Sendable () async throws -> HTTPResponse
-  ) async throws -> HTTPResponse {
-    try await withThrowingTaskGroup(of: HTTPResponse.self) { group in
-      group.addTask { try await operation() }
-      group.addTask {
-        try await sleepSeconds(seconds)
-        throw DeadlineExpired(seconds: seconds)
-      }
-      defer { group.cancelAll() }
-      do {
-        guard let first = try await group.next() else { throw CancellationError() }
-        return first
-      } catch {
-        // A cancelled caller sees CancellationError, not whichever child noticed first.
-        if Task.isCancelled { throw CancellationError() }
-        throw error
-      }
     }
   }
 

@@ -36,14 +36,24 @@ package final class HTTPTransport: Sendable {
     session.invalidateAndCancel()
   }
 
-  /// Sends `request` and returns the complete response, or throws `HTTPFailure` (`.network`,
-  /// `.bodyTooLarge`) or `CancellationError`.
-  package func send(_ request: URLRequest) async throws -> HTTPResponse {
+  /// Sends `request` and returns the complete response within `timeout` seconds (headers
+  /// and body), or throws `HTTPFailure` (`.network`, `.bodyTooLarge`), ``AttemptTimedOut`` or
+  /// `CancellationError`.
+  ///
+  /// The deadline is a dispatch timer that ends the exchange itself, not a second task racing
+  /// this one: no extra task, no extra thread hop, and it holds whatever URLSession does.
+  package func send(_ request: URLRequest, timeout: TimeInterval) async throws -> HTTPResponse {
     try Task.checkCancellation()
     let task = session.dataTask(with: request)
     let exchange = Exchange(maxBodyBytes: maxBodyBytes, task: task)
     router.register(exchange, for: task.taskIdentifier)
     defer { router.unregister(task.taskIdentifier) }
+    let timer = DispatchWorkItem {
+      exchange.finish(.failure(AttemptTimedOut(seconds: timeout)))
+    }
+    DispatchQueue.global().asyncAfter(
+      deadline: .now() + .nanoseconds(Int(min(timeout, 86_400) * 1e9)), execute: timer)
+    defer { timer.cancel() }
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
         if exchange.install(continuation) {
@@ -54,6 +64,12 @@ package final class HTTPTransport: Sendable {
       exchange.finish(.failure(CancellationError()))
     }
   }
+}
+
+/// Thrown by ``HTTPTransport/send(_:timeout:)`` when the attempt's deadline expires first.
+package struct AttemptTimedOut: Error, Sendable {
+  /// The deadline that expired, in seconds.
+  package var seconds: TimeInterval
 }
 
 /// The state of one request in flight, shared between the caller and the delegate queue.
