@@ -109,7 +109,12 @@ case "single":
   let concurrency = args.int("concurrency", 1)
   let seconds = args.double("seconds", 5)
   let cep = args.options["cep"] ?? "10000000"
-  let client = Client(baseURL: base, timeout: 30)
+  // The same connection limit as the bare-URLSession floor below, through the session the
+  // client takes its configuration from.
+  let configuration = URLSessionConfiguration.ephemeral
+  configuration.httpMaximumConnectionsPerHost = max(6, concurrency)
+  let client = Client(
+    baseURL: base, timeout: 30, session: URLSession(configuration: configuration))
   for _ in 0..<concurrency { _ = try? await client.lookup(cep) }
   let cpu0 = processCPUSeconds()
   let start = nowNanos()
