@@ -41,18 +41,22 @@ package final class HTTPTransport: Sendable {
   /// `CancellationError`.
   ///
   /// The deadline is a dispatch timer that ends the exchange itself, not a second task racing
-  /// this one: no extra task, no extra thread hop, and it holds whatever URLSession does.
+  /// this one: no extra task, and it holds whatever URLSession does.
   package func send(_ request: URLRequest, timeout: TimeInterval) async throws -> HTTPResponse {
     try Task.checkCancellation()
     let task = session.dataTask(with: request)
     let exchange = Exchange(maxBodyBytes: maxBodyBytes, task: task)
     router.register(exchange, for: task.taskIdentifier)
     defer { router.unregister(task.taskIdentifier) }
-    let timer = DispatchWorkItem {
-      exchange.finish(.failure(AttemptTimedOut(seconds: timeout)))
+    // A timer source, not `asyncAfter`: a cancelled source is released at once, whereas a
+    // cancelled `asyncAfter` item stays queued, with everything it captured, until its
+    // deadline — thousands of response bodies in a bulk run.
+    let timer = DispatchSource.makeTimerSource(queue: .global())
+    timer.setEventHandler { [weak exchange] in
+      exchange?.finish(.failure(AttemptTimedOut(seconds: timeout)))
     }
-    DispatchQueue.global().asyncAfter(
-      deadline: .now() + .nanoseconds(Int(min(timeout, 86_400) * 1e9)), execute: timer)
+    timer.schedule(deadline: .now() + .nanoseconds(Int(min(timeout, 86_400) * 1e9)))
+    timer.resume()
     defer { timer.cancel() }
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
