@@ -63,8 +63,7 @@ public struct CPFClient: Sendable {
   public var hasAPIKey: Bool { apiKey != nil }
 
   private let apiKey: APIKey?
-  private let base: String
-  private let executor: HTTPExecutor
+  private let core: HTTPClientCore
 
   /// Creates a client.
   ///
@@ -125,14 +124,14 @@ public struct CPFClient: Sendable {
     httpEnvironment: HTTPEnvironment = .live
   ) {
     self.apiKey = APIKey(apiKey ?? environment[Self.apiKeyEnvironmentVariable])
-    var text = baseURL.absoluteString
-    while text.hasSuffix("/") { text.removeLast() }
-    self.base = text
-    self.baseURL = URL(string: text) ?? baseURL
-    self.pathPrefix = Self.normalize(pathPrefix: pathPrefix)
     let policy = RetryPolicy(
       maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
       attemptTimeout: timeout, totalTimeout: totalTimeout)
+    self.core = HTTPClientCore(
+      baseURL: baseURL, policy: policy, session: session, maxBodyBytes: Self.maxBodyBytes,
+      budget: retryBudget?.core, environment: httpEnvironment)
+    self.baseURL = core.baseURL
+    self.pathPrefix = Self.normalize(pathPrefix: pathPrefix)
     self.timeout = policy.attemptTimeout
     self.maxAttempts = policy.maxAttempts
     self.backoffBase = policy.backoffBase
@@ -140,12 +139,6 @@ public struct CPFClient: Sendable {
     self.totalTimeout = policy.totalTimeout
     self.userAgent = userAgent
     self.retryBudget = retryBudget
-    self.executor = HTTPExecutor(
-      policy: policy,
-      transport: HTTPTransport(
-        configuration: session.configuration, maxBodyBytes: Self.maxBodyBytes),
-      budget: retryBudget.map { CepisHTTP.RetryBudget($0.core) },
-      environment: httpEnvironment)
   }
 
   /// Looks up the person a CPF belongs to.
@@ -190,19 +183,16 @@ public struct CPFClient: Sendable {
   }
 
   private func send(digits: String, apiKey: APIKey) async throws -> HTTPResponse {
-    guard let url = URL(string: base + pathPrefix + "/" + digits) else {
+    let headers = [
+      ("User-Agent", userAgent ?? "cpfhub-swift/\(Self.version)"),
+      ("Accept", "application/json"),
+      ("x-api-key", apiKey.value),
+    ]
+    guard let request = core.getRequest(pathPrefix + "/" + digits, headers: headers) else {
       throw CPFHubError.invalidResponse(reason: "cannot build a URL from the base URL")
     }
-    var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData)
-    request.httpMethod = "GET"
-    request.timeoutInterval = max(60, timeout * 4)
-    request.setValue(
-      userAgent ?? "cpfhub-swift/\(Self.version)", forHTTPHeaderField: "User-Agent")
-    request.setValue("application/json", forHTTPHeaderField: "Accept")
-    request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
-    request.setValue(apiKey.value, forHTTPHeaderField: "x-api-key")
     do {
-      return try await executor.perform(request)
+      return try await core.executor.perform(request)
     } catch let failure as HTTPFailure {
       throw Self.map(failure)
     }
@@ -365,7 +355,7 @@ extension CPFClient: CustomStringConvertible, CustomDebugStringConvertible, Cust
   public var description: String {
     let total = totalTimeout.map { "\($0) s" } ?? "none"
     return
-      "CPFClient(baseURL: \(base), pathPrefix: \(pathPrefix), apiKey: \(APIKey.describe(apiKey)), "
+      "CPFClient(baseURL: \(core.base), pathPrefix: \(pathPrefix), apiKey: \(APIKey.describe(apiKey)), "
       + "timeout: \(timeout) s, maxAttempts: \(maxAttempts), totalTimeout: \(total))"
   }
 
@@ -377,7 +367,7 @@ extension CPFClient: CustomStringConvertible, CustomDebugStringConvertible, Cust
     Mirror(
       self,
       children: [
-        "baseURL": base,
+        "baseURL": core.base,
         "pathPrefix": pathPrefix,
         "apiKey": APIKey.describe(apiKey),
         "timeout": timeout,

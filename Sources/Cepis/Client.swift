@@ -59,8 +59,7 @@ public struct Client: Sendable {
   /// The client-wide retry budget; `nil` when disabled.
   public let retryBudget: RetryBudget?
 
-  let executor: HTTPExecutor
-  private let base: String
+  let core: HTTPClientCore
 
   /// Creates a client.
   ///
@@ -107,13 +106,13 @@ public struct Client: Sendable {
     retryBudget: RetryBudget?,
     environment: HTTPEnvironment
   ) {
-    var text = baseURL.absoluteString
-    while text.hasSuffix("/") { text.removeLast() }
-    self.base = text
-    self.baseURL = URL(string: text) ?? baseURL
     let policy = RetryPolicy(
       maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
       attemptTimeout: timeout, totalTimeout: totalTimeout)
+    self.core = HTTPClientCore(
+      baseURL: baseURL, policy: policy, session: session, maxBodyBytes: Self.maxBodyBytes,
+      budget: retryBudget?.core, environment: environment)
+    self.baseURL = core.baseURL
     self.timeout = policy.attemptTimeout
     self.maxAttempts = policy.maxAttempts
     self.backoffBase = policy.backoffBase
@@ -121,12 +120,6 @@ public struct Client: Sendable {
     self.totalTimeout = policy.totalTimeout
     self.userAgent = userAgent
     self.retryBudget = retryBudget
-    self.executor = HTTPExecutor(
-      policy: policy,
-      transport: HTTPTransport(
-        configuration: session.configuration, maxBodyBytes: Self.maxBodyBytes),
-      budget: retryBudget.map { CepisHTTP.RetryBudget($0.core) },
-      environment: environment)
   }
 
   /// Looks up one CEP.
@@ -200,19 +193,15 @@ public struct Client: Sendable {
     path pathAndQuery: String,
     isFinal: @escaping @Sendable (HTTPResponse) -> Bool = { _ in false }
   ) async throws -> HTTPResponse {
-    guard let url = URL(string: base + pathAndQuery) else {
-      throw CepisError.invalidResponse("cannot build a URL from base \(quoted(base))")
+    let headers = [
+      ("User-Agent", userAgent ?? "cepis-swift/\(Self.version) (+https://cep.is)"),
+      ("Accept", "application/json, text/csv;q=0.9, */*;q=0.1"),
+    ]
+    guard let request = core.getRequest(pathAndQuery, headers: headers) else {
+      throw CepisError.invalidResponse("cannot build a URL from base \(quoted(core.base))")
     }
-    var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData)
-    request.httpMethod = "GET"
-    request.timeoutInterval = max(60, timeout * 4)
-    request.setValue(
-      userAgent ?? "cepis-swift/\(Self.version) (+https://cep.is)", forHTTPHeaderField: "User-Agent"
-    )
-    request.setValue("application/json, text/csv;q=0.9, */*;q=0.1", forHTTPHeaderField: "Accept")
-    request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
     do {
-      return try await executor.perform(request, isFinal: isFinal)
+      return try await core.executor.perform(request, isFinal: isFinal)
     } catch let failure as HTTPFailure {
       throw Self.map(failure)
     }
