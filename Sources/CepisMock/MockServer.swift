@@ -85,6 +85,31 @@ public final class MockServer: Sendable {
     return server
   }
 
+  /// Starts a server, runs `body` with it, and stops it whatever happens: the shape to use in
+  /// a test.
+  ///
+  /// ```swift
+  /// try await MockServer.withServer { server in
+  ///   server.script(.cep, [.status(503)])
+  ///   let address = try await Client(baseURL: server.baseURL).lookup("01001000")
+  /// }
+  /// ```
+  public static func withServer<T>(
+    _ configuration: Configuration = .init(),
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (MockServer) async throws -> T
+  ) async throws -> T {
+    let server = try await start(configuration)
+    do {
+      let result = try await body(server)
+      await server.stop()
+      return result
+    } catch {
+      await server.stop()
+      throw error
+    }
+  }
+
   /// Binds 127.0.0.1 on the configured port and starts serving. Does nothing if already
   /// running; throws ``MockServerError`` if binding fails or the server was stopped.
   public func start() async throws {

@@ -12,16 +12,7 @@ func withServer<T>(
   isolation: isolated (any Actor)? = #isolation,
   _ body: (MockServer) async throws -> T
 ) async throws -> T {
-  let server = MockServer(configuration: .init(cpfAPIKeys: [testKey]))
-  try await server.start()
-  do {
-    let result = try await body(server)
-    await server.stop()
-    return result
-  } catch {
-    await server.stop()
-    throw error
-  }
+  try await MockServer.withServer(.init(cpfAPIKeys: [testKey]), isolation: isolation, body)
 }
 
 /// A fast client for tests: tiny backoffs, short deadlines, no reading of the real environment.

@@ -153,16 +153,7 @@ func withMock<T>(
   _ configuration: MockServer.Configuration = .init(),
   _ body: (MockServer) async throws -> T
 ) async throws -> T {
-  let server = MockServer(configuration: configuration)
-  try await server.start()
-  do {
-    let result = try await body(server)
-    await server.stop()
-    return result
-  } catch {
-    await server.stop()
-    throw error
-  }
+  try await MockServer.withServer(configuration, body)
 }
 
 /// A temporary directory removed by the caller.

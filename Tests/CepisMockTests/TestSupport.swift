@@ -175,15 +175,7 @@ func withServer<T>(
   _ configuration: MockServer.Configuration = .init(),
   _ body: (MockServer) async throws -> T
 ) async throws -> T {
-  let server = try await MockServer.start(configuration)
-  do {
-    let result = try await body(server)
-    await server.stop()
-    return result
-  } catch {
-    await server.stop()
-    throw error
-  }
+  try await MockServer.withServer(configuration, body)
 }
 
 /// The rows of a CSV body (LF or CRLF), parsed with RFC 4180 quoting.

@@ -8,16 +8,7 @@ func withMockServer<T>(
   _ configuration: MockServer.Configuration = .init(),
   _ body: (MockServer) async throws -> T
 ) async throws -> T {
-  let server = MockServer(configuration: configuration)
-  try await server.start()
-  do {
-    let result = try await body(server)
-    await server.stop()
-    return result
-  } catch {
-    await server.stop()
-    throw error
-  }
+  try await MockServer.withServer(configuration, body)
 }
 
 /// A client pointed at `server` with fast backoff, so retry tests stay quick.
