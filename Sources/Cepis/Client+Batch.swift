@@ -106,25 +106,28 @@ extension Client {
     }
     var found = [Address?](repeating: nil, count: chunk.count)
     var answered = [Bool](repeating: false, count: chunk.count)
-    while let record = try reader.next() {
-      let fields = record.fields
+    while var record = try reader.next() {
+      // The record's fields are moved out, and each one moved into the address: a field's
+      // string is never copied (no retain and release per field in a million-row run).
+      var fields: [String] = []
+      swap(&fields, &record.fields)
       guard cepColumn < fields.count,
         let number = cepNumber(fields[cepColumn].utf8),
         let index = position[number], !answered[index]
       else { continue }
-      // The requested spelling: always the 8 digits, however the row masked it.
-      let cep = chunk[index]
       answered[index] = true
-      let localidade = localidadeColumn < fields.count ? fields[localidadeColumn] : ""
-      guard !localidade.isEmpty else { continue }
-      func field(_ index: Int?) -> String {
-        guard let index, index < fields.count else { return "" }
-        return fields[index]
+      guard localidadeColumn < fields.count, !fields[localidadeColumn].isEmpty else { continue }
+      func take(_ column: Int?) -> String {
+        var value = ""
+        if let column, column < fields.count { swap(&value, &fields[column]) }
+        return value
       }
+      // The requested spelling: always the 8 digits, however the row masked it.
       found[index] = Address(
-        cep: cep, logradouro: field(columns.logradouro), complemento: field(columns.complemento),
-        bairro: field(columns.bairro), localidade: localidade, uf: field(columns.uf),
-        ibge: field(columns.ibge), geo: nil)
+        cep: chunk[index], logradouro: take(columns.logradouro),
+        complemento: take(columns.complemento), bairro: take(columns.bairro),
+        localidade: take(columns.localidade), uf: take(columns.uf), ibge: take(columns.ibge),
+        geo: nil)
     }
     return found
   }
