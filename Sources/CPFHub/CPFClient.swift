@@ -124,12 +124,11 @@ public struct CPFClient: Sendable {
     httpEnvironment: HTTPEnvironment = .live
   ) {
     self.apiKey = APIKey(apiKey ?? environment[Self.apiKeyEnvironmentVariable])
-    let policy = RetryPolicy(
-      maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
-      attemptTimeout: timeout, totalTimeout: totalTimeout)
     self.core = HTTPClientCore(
-      baseURL: baseURL, policy: policy, session: session, maxBodyBytes: Self.maxBodyBytes,
-      budget: retryBudget?.core, environment: httpEnvironment)
+      baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
+      backoffMax: backoffMax, totalTimeout: totalTimeout, session: session,
+      maxBodyBytes: Self.maxBodyBytes, budget: retryBudget?.core, environment: httpEnvironment)
+    let policy = core.policy
     self.baseURL = core.baseURL
     self.pathPrefix = Self.normalize(pathPrefix: pathPrefix)
     self.timeout = policy.attemptTimeout

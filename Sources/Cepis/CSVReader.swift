@@ -137,9 +137,6 @@ public struct CSVReader: Sendable {
     atEnd = true
   }
 
-  /// The bytes received but not yet returned as records.
-  public var bufferedByteCount: Int { buffer.count - position }
-
   /// The next complete record, or `nil` when more input is needed (or, after ``finish()``,
   /// when the input is exhausted).
   public mutating func next() throws -> CSVRecord? {

@@ -106,12 +106,11 @@ public struct Client: Sendable {
     retryBudget: RetryBudget?,
     environment: HTTPEnvironment
   ) {
-    let policy = RetryPolicy(
-      maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
-      attemptTimeout: timeout, totalTimeout: totalTimeout)
     self.core = HTTPClientCore(
-      baseURL: baseURL, policy: policy, session: session, maxBodyBytes: Self.maxBodyBytes,
-      budget: retryBudget?.core, environment: environment)
+      baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
+      backoffMax: backoffMax, totalTimeout: totalTimeout, session: session,
+      maxBodyBytes: Self.maxBodyBytes, budget: retryBudget?.core, environment: environment)
+    let policy = core.policy
     self.baseURL = core.baseURL
     self.timeout = policy.attemptTimeout
     self.maxAttempts = policy.maxAttempts

@@ -16,10 +16,15 @@ package struct HTTPClientCore: Sendable {
   /// The retry loop.
   package let executor: HTTPExecutor
 
-  /// Creates the core of a client.
+  /// Creates the core of a client; the retry settings are clamped into ``policy``, which the
+  /// client's own public properties then report.
   package init(
     baseURL: URL,
-    policy: RetryPolicy,
+    timeout: TimeInterval,
+    maxAttempts: Int,
+    backoffBase: TimeInterval,
+    backoffMax: TimeInterval,
+    totalTimeout: TimeInterval?,
     session: URLSession,
     maxBodyBytes: Int,
     budget: RetryBudget.Configuration?,
@@ -29,6 +34,9 @@ package struct HTTPClientCore: Sendable {
     while text.hasSuffix("/") { text.removeLast() }
     self.base = text
     self.baseURL = URL(string: text) ?? baseURL
+    let policy = RetryPolicy(
+      maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
+      attemptTimeout: timeout, totalTimeout: totalTimeout)
     self.policy = policy
     self.executor = HTTPExecutor(
       policy: policy,

@@ -16,12 +16,4 @@ package enum HTTPFailure: Error, Sendable, Equatable {
   case timedOut(String)
   /// The body exceeded the size cap, which is never worth retrying.
   case bodyTooLarge(limit: Int)
-
-  /// Whether another attempt could succeed.
-  package var isTransient: Bool {
-    switch self {
-    case .rateLimited, .serverError, .network, .timedOut: return true
-    case .bodyTooLarge: return false
-    }
-  }
 }
