@@ -1,5 +1,11 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
+
+/// AsyncHTTPClient, for builds with the `AsyncHTTPClient` trait only: a default build resolves
+/// no dependency at all.
+let asyncHTTPClient: Target.Dependency = .product(
+  name: "AsyncHTTPClient", package: "async-http-client",
+  condition: .when(traits: ["AsyncHTTPClient"]))
 
 let package = Package(
   name: "Cepis",
@@ -12,12 +18,22 @@ let package = Package(
     .executable(name: "cepis", targets: ["CepisCLI"]),
     .executable(name: "cepis-bench", targets: ["CepisBench"]),
   ],
+  traits: [
+    .trait(
+      name: "AsyncHTTPClient",
+      description:
+        "Adds Transport.asyncHTTPClient (swift-server/async-http-client on SwiftNIO) and makes it Transport.default."
+    )
+  ],
+  dependencies: [
+    .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.33.0")
+  ],
   targets: [
     // The retry/deadline/transport core shared by both API clients (`package` access only).
-    .target(name: "CepisHTTP"),
-    .target(name: "Cepis", dependencies: ["CepisHTTP"]),
+    .target(name: "CepisHTTP", dependencies: [asyncHTTPClient]),
+    .target(name: "Cepis", dependencies: ["CepisHTTP", asyncHTTPClient]),
     .target(name: "BrazilianDocuments"),
-    .target(name: "CPFHub", dependencies: ["CepisHTTP", "BrazilianDocuments"]),
+    .target(name: "CPFHub", dependencies: ["CepisHTTP", "BrazilianDocuments", asyncHTTPClient]),
     // The loopback server never imports the clients: it must be able to catch their mistakes.
     .target(name: "CepisMock", dependencies: ["BrazilianDocuments"]),
     // The command-line tool's logic lives in a library so its parser can be unit-tested;

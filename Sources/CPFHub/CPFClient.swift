@@ -58,6 +58,8 @@ public struct CPFClient: Sendable {
   public let userAgent: String?
   /// The client-wide retry budget; `nil` when disabled.
   public let retryBudget: RetryBudget?
+  /// The transport requests go through (see ``Transport``).
+  public let transport: Transport
 
   /// Whether the client has an API key (given, or found in the environment).
   public var hasAPIKey: Bool { apiKey != nil }
@@ -81,9 +83,8 @@ public struct CPFClient: Sendable {
   ///   - backoffMax: the longest wait between attempts; also caps `Retry-After`.
   ///   - totalTimeout: a hard deadline for the whole call, or `nil`.
   ///   - userAgent: overrides the `User-Agent` header.
-  ///   - session: its configuration (proxies, headers) is used for the client's own session;
-  ///     its delegate is not, because the client streams bodies itself to enforce its size cap
-  ///     and deadlines.
+  ///   - transport: how requests are sent (see ``Transport``); ``Transport/default`` is
+  ///     AsyncHTTPClient in a build with the `AsyncHTTPClient` trait, `URLSession` otherwise.
   ///   - retryBudget: the client-wide retry budget (see ``RetryBudget``); `nil` disables it.
   public init(
     apiKey: String? = nil,
@@ -95,15 +96,37 @@ public struct CPFClient: Sendable {
     backoffMax: TimeInterval = 8,
     totalTimeout: TimeInterval? = 15,
     userAgent: String? = nil,
-    session: URLSession = .shared,
+    transport: Transport = .default,
     retryBudget: RetryBudget? = .standard
   ) {
     self.init(
       apiKey: apiKey, baseURL: baseURL, pathPrefix: pathPrefix, timeout: timeout,
       maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
-      totalTimeout: totalTimeout, userAgent: userAgent, session: session,
+      totalTimeout: totalTimeout, userAgent: userAgent, transport: transport,
       retryBudget: retryBudget, environment: ProcessInfo.processInfo.environment,
       httpEnvironment: .live)
+  }
+
+  /// Creates a client on a `URLSession` transport made from `session`'s configuration: the
+  /// same as passing `transport: .urlSession(session.configuration)`.
+  public init(
+    apiKey: String? = nil,
+    baseURL: URL = CPFClient.defaultBaseURL,
+    pathPrefix: String = "/cpf",
+    timeout: TimeInterval = 10,
+    maxAttempts: Int = 3,
+    backoffBase: TimeInterval = 0.5,
+    backoffMax: TimeInterval = 8,
+    totalTimeout: TimeInterval? = 15,
+    userAgent: String? = nil,
+    session: URLSession,
+    retryBudget: RetryBudget? = .standard
+  ) {
+    self.init(
+      apiKey: apiKey, baseURL: baseURL, pathPrefix: pathPrefix, timeout: timeout,
+      maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
+      totalTimeout: totalTimeout, userAgent: userAgent,
+      transport: .urlSession(session.configuration), retryBudget: retryBudget)
   }
 
   /// The designated initializer, with the process environment (for the key fallback) and the
@@ -118,7 +141,7 @@ public struct CPFClient: Sendable {
     backoffMax: TimeInterval,
     totalTimeout: TimeInterval?,
     userAgent: String?,
-    session: URLSession,
+    transport: Transport,
     retryBudget: RetryBudget?,
     environment: [String: String],
     httpEnvironment: HTTPEnvironment = .live
@@ -126,7 +149,7 @@ public struct CPFClient: Sendable {
     self.apiKey = APIKey(apiKey ?? environment[Self.apiKeyEnvironmentVariable])
     self.core = HTTPClientCore(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
-      backoffMax: backoffMax, totalTimeout: totalTimeout, session: session,
+      backoffMax: backoffMax, totalTimeout: totalTimeout, transport: transport.base,
       maxBodyBytes: Self.maxBodyBytes, budget: retryBudget?.core, environment: httpEnvironment)
     let policy = core.policy
     self.baseURL = core.baseURL
@@ -138,6 +161,7 @@ public struct CPFClient: Sendable {
     self.totalTimeout = policy.totalTimeout
     self.userAgent = userAgent
     self.retryBudget = retryBudget
+    self.transport = transport
   }
 
   /// Looks up the person a CPF belongs to.

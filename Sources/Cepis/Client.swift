@@ -58,10 +58,16 @@ public struct Client: Sendable {
   public let userAgent: String?
   /// The client-wide retry budget; `nil` when disabled.
   public let retryBudget: RetryBudget?
+  /// The transport requests go through (see ``Transport``).
+  public let transport: Transport
 
   let core: HTTPClientCore
 
   /// Creates a client.
+  ///
+  /// ```swift
+  /// let client = Client(timeout: 2, maxAttempts: 4, totalTimeout: 8)
+  /// ```
   ///
   /// - Parameters:
   ///   - baseURL: the API's address; trailing slashes are ignored, a path prefix is kept.
@@ -72,9 +78,9 @@ public struct Client: Sendable {
   ///   - backoffMax: the longest wait between attempts; also caps `Retry-After`.
   ///   - totalTimeout: a hard deadline for the whole call, or `nil`.
   ///   - userAgent: overrides the `User-Agent` header.
-  ///   - session: its configuration (proxies, headers, cookies) is used for the client's own
-  ///     session; its delegate is not, because the client must stream bodies itself to
-  ///     enforce its size cap and deadlines.
+  ///   - transport: how requests are sent; ``Transport/default`` is AsyncHTTPClient in a build
+  ///     with the `AsyncHTTPClient` trait, `URLSession` otherwise. Every behaviour above —
+  ///     retries, deadlines, cancellation, the body cap, redirects, errors — is the same on each.
   ///   - retryBudget: the client-wide retry budget (see ``RetryBudget``); `nil` disables it.
   public init(
     baseURL: URL = Client.defaultBaseURL,
@@ -84,13 +90,36 @@ public struct Client: Sendable {
     backoffMax: TimeInterval = 8,
     totalTimeout: TimeInterval? = nil,
     userAgent: String? = nil,
-    session: URLSession = .shared,
+    transport: Transport = .default,
     retryBudget: RetryBudget? = .standard
   ) {
     self.init(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
       backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
-      session: session, retryBudget: retryBudget, environment: .live)
+      transport: transport, retryBudget: retryBudget, environment: .live)
+  }
+
+  /// Creates a client on a `URLSession` transport made from `session`'s configuration: the
+  /// same as passing `transport: .urlSession(session.configuration)`.
+  ///
+  /// Only the configuration is used (proxies, headers, cookies); the session's delegate is
+  /// not, because the client must stream bodies itself to enforce its size cap and deadlines.
+  public init(
+    baseURL: URL = Client.defaultBaseURL,
+    timeout: TimeInterval = 10,
+    maxAttempts: Int = 3,
+    backoffBase: TimeInterval = 0.5,
+    backoffMax: TimeInterval = 8,
+    totalTimeout: TimeInterval? = nil,
+    userAgent: String? = nil,
+    session: URLSession,
+    retryBudget: RetryBudget? = .standard
+  ) {
+    self.init(
+      baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
+      backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
+      transport: .urlSession(session.configuration), retryBudget: retryBudget,
+      environment: .live)
   }
 
   /// The designated initializer, with an injectable clock, sleeper and random source.
@@ -102,13 +131,13 @@ public struct Client: Sendable {
     backoffMax: TimeInterval,
     totalTimeout: TimeInterval?,
     userAgent: String?,
-    session: URLSession,
+    transport: Transport,
     retryBudget: RetryBudget?,
     environment: HTTPEnvironment
   ) {
     self.core = HTTPClientCore(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
-      backoffMax: backoffMax, totalTimeout: totalTimeout, session: session,
+      backoffMax: backoffMax, totalTimeout: totalTimeout, transport: transport.base,
       maxBodyBytes: Self.maxBodyBytes, budget: retryBudget?.core, environment: environment)
     let policy = core.policy
     self.baseURL = core.baseURL
@@ -118,6 +147,7 @@ public struct Client: Sendable {
     self.backoffMax = policy.backoffMax
     self.totalTimeout = policy.totalTimeout
     self.userAgent = userAgent
+    self.transport = transport
     self.retryBudget = retryBudget
   }
 

@@ -15,6 +15,8 @@ package struct HTTPClientCore: Sendable {
   package let policy: RetryPolicy
   /// The retry loop.
   package let executor: HTTPExecutor
+  /// The largest response body accepted, in bytes.
+  package let maxBodyBytes: Int
 
   /// Creates the core of a client; the retry settings are clamped into ``policy``, which the
   /// client's own public properties then report.
@@ -25,7 +27,7 @@ package struct HTTPClientCore: Sendable {
     backoffBase: TimeInterval,
     backoffMax: TimeInterval,
     totalTimeout: TimeInterval?,
-    session: URLSession,
+    transport: any HTTPTransport,
     maxBodyBytes: Int,
     budget: RetryBudget.Configuration?,
     environment: HTTPEnvironment
@@ -38,23 +40,20 @@ package struct HTTPClientCore: Sendable {
       maxAttempts: maxAttempts, backoffBase: backoffBase, backoffMax: backoffMax,
       attemptTimeout: timeout, totalTimeout: totalTimeout)
     self.policy = policy
+    self.maxBodyBytes = maxBodyBytes
     self.executor = HTTPExecutor(
       policy: policy,
-      transport: HTTPTransport(configuration: session.configuration, maxBodyBytes: maxBodyBytes),
+      transport: transport,
       budget: budget.map { RetryBudget($0) },
       environment: environment)
   }
 
-  /// A `GET` for `base + pathAndQuery` with `headers`, no HTTP caching, and a URLSession
-  /// timeout far beyond the core's own deadlines (a backstop, never the deadline itself);
-  /// `nil` when the text is not a URL.
-  package func getRequest(_ pathAndQuery: String, headers: [(String, String)]) -> URLRequest? {
+  /// A `GET` for `base + pathAndQuery` with `headers` and this client's body cap; `nil` when
+  /// the text is not a URL.
+  package func getRequest(_ pathAndQuery: String, headers: [(String, String)]) -> HTTPRequest? {
     guard let url = URL(string: base + pathAndQuery) else { return nil }
-    var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData)
-    request.httpMethod = "GET"
-    request.timeoutInterval = max(60, policy.attemptTimeout * 4)
-    request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
-    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-    return request
+    return HTTPRequest(
+      url: url, headers: headers.map { (name: $0.0, value: $0.1) } + [("Cache-Control", "no-cache")],
+      maxBodyBytes: maxBodyBytes)
   }
 }

@@ -20,7 +20,7 @@ package struct HTTPExecutor: Sendable {
   /// The retry and deadline settings.
   package let policy: RetryPolicy
   /// The transport that performs single attempts.
-  package let transport: HTTPTransport
+  package let transport: any HTTPTransport
   /// The client-wide retry budget, or `nil` for none.
   package let budget: RetryBudget?
   /// Clock, sleeper and random source.
@@ -29,7 +29,7 @@ package struct HTTPExecutor: Sendable {
   /// Creates an executor.
   package init(
     policy: RetryPolicy,
-    transport: HTTPTransport,
+    transport: any HTTPTransport,
     budget: RetryBudget?,
     environment: HTTPEnvironment = .live
   ) {
@@ -46,7 +46,7 @@ package struct HTTPExecutor: Sendable {
   /// - Returns: the first response whose status is not retried.
   /// - Throws: ``HTTPFailure`` after the last attempt, or `CancellationError`.
   package func perform(
-    _ request: URLRequest,
+    _ request: HTTPRequest,
     isFinal: @Sendable (HTTPResponse) -> Bool = { _ in false }
   ) async throws -> HTTPResponse {
     // `ContinuousClock` needs macOS 13; a monotonic uptime works everywhere we ship.
@@ -74,7 +74,7 @@ package struct HTTPExecutor: Sendable {
       }
 
       do {
-        let response = try await transport.send(request, timeout: attemptLimit)
+        let response = try await sendFollowingRedirects(request, timeout: attemptLimit)
         if !RetryPolicy.isRetriableStatus(response.status) || isFinal(response) {
           budget?.recordSuccess(spent: spent)
           return response
@@ -122,6 +122,68 @@ package struct HTTPExecutor: Sendable {
       }
       try await environment.sleep(delay)
     }
+  }
+
+  /// The most redirects followed within one attempt.
+  package static let maxRedirects = 5
+
+  /// One attempt: `request`, then any same-origin redirects, all within `timeout`.
+  ///
+  /// Transports never follow redirects; this is the one place that does, for all of them.
+  /// A redirect is followed only to the same scheme, host and port: a redirect must never move
+  /// a request (and its headers, such as an API key) to another origin or to cleartext. Any
+  /// other 3xx is returned as it is, for the client module to report. The response's body is
+  /// also checked against its `Content-Length` here, whatever the transport reported.
+  package func sendFollowingRedirects(
+    _ request: HTTPRequest, timeout: TimeInterval
+  ) async throws -> HTTPResponse {
+    let attemptDeadline = monotonicSeconds() + timeout
+    var current = request
+    var hops = 0
+    while true {
+      let remaining = attemptDeadline - monotonicSeconds()
+      guard remaining > 0 else { throw AttemptTimedOut(seconds: timeout) }
+      let response = try await transport.send(current, timeout: remaining)
+      try Self.checkFraming(response)
+      guard hops < Self.maxRedirects, Self.isRedirect(response.status),
+        let next = Self.sameOriginTarget(of: response, from: current.url)
+      else { return response }
+      hops += 1
+      current.url = next
+    }
+  }
+
+  /// Whether `status` is a redirect that names a new location.
+  static func isRedirect(_ status: Int) -> Bool {
+    [301, 302, 303, 307, 308].contains(status)
+  }
+
+  /// The `Location` of `response`, resolved against `url`, when it keeps the same scheme, host
+  /// and port; `nil` otherwise.
+  package static func sameOriginTarget(of response: HTTPResponse, from url: URL) -> URL? {
+    guard let location = response.header("location"),
+      let target = URL(string: location, relativeTo: url)?.absoluteURL
+    else { return nil }
+    func origin(_ url: URL) -> (String, String, Int)? {
+      guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else {
+        return nil
+      }
+      return (scheme, host, url.port ?? (scheme == "https" ? 443 : 80))
+    }
+    guard let from = origin(url), let to = origin(target), from == to else { return nil }
+    return target
+  }
+
+  /// A body cut short of its `Content-Length` is a broken connection, whatever the transport
+  /// reported (compressed bodies are measured before decoding, so they are not checked).
+  static func checkFraming(_ response: HTTPResponse) throws {
+    guard response.headers["content-encoding"] == nil,
+      let declared = response.headers["content-length"],
+      let expected = Int(declared.trimmingCharacters(in: .whitespaces)),
+      expected != response.body.count
+    else { return }
+    throw HTTPFailure.network(
+      "body truncated: \(response.body.count) of \(expected) bytes received")
   }
 
   private static func format(_ seconds: TimeInterval?) -> String {

@@ -1,105 +1,101 @@
 import Foundation
 
-#if canImport(FoundationNetworking)
-  import FoundationNetworking
-#endif
+/// One `GET` as the core hands it to a transport.
+package struct HTTPRequest: Sendable {
+  /// The absolute URL.
+  package var url: URL
+  /// Header fields, in the order they are sent.
+  package var headers: [(name: String, value: String)]
+  /// The largest body accepted, in bytes; a longer one ends the attempt with
+  /// ``HTTPFailure/bodyTooLarge(limit:)``.
+  package var maxBodyBytes: Int
 
-/// One attempt: send a request, stream the body in under a size cap, stop at once when
-/// cancelled.
-///
-/// The transport owns a private `URLSession` made from the caller's configuration with a
-/// delegate, because only a delegate sees the body as it arrives: a completion handler
-/// would buffer a hostile, endless body whole before we could look at it. Cancellation
-/// resumes the waiting caller immediately instead of waiting for `URLSession` to report
-/// back, so a cancelled or timed-out call never hangs on FoundationNetworking.
-package final class HTTPTransport: Sendable {
-  /// The largest body accepted, in bytes.
-  package let maxBodyBytes: Int
-  private let session: URLSession
-  private let router: TaskRouter
-
-  /// Creates a transport with `configuration`'s proxies, cookies and headers, but no
-  /// HTTP cache and no URLSession timeouts of its own that could fire before ours.
-  package init(configuration: URLSessionConfiguration, maxBodyBytes: Int) {
-    let configuration = configuration.copy() as? URLSessionConfiguration ?? .ephemeral
-    configuration.urlCache = nil
-    configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-    // The core enforces its own deadlines; these only stop a leaked task in the worst case.
-    configuration.timeoutIntervalForRequest = 3_600
-    configuration.timeoutIntervalForResource = 7_200
+  /// Creates a request.
+  package init(url: URL, headers: [(name: String, value: String)], maxBodyBytes: Int) {
+    self.url = url
+    self.headers = headers
     self.maxBodyBytes = maxBodyBytes
-    self.router = TaskRouter()
-    self.session = URLSession(configuration: configuration, delegate: router, delegateQueue: nil)
   }
 
-  deinit {
-    session.invalidateAndCancel()
+  /// The value of header `name`, matched without regard to case.
+  package func header(_ name: String) -> String? {
+    headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
   }
+}
 
-  /// Sends `request` and returns the complete response within `timeout` seconds (headers
-  /// and body), or throws `HTTPFailure` (`.network`, `.bodyTooLarge`), ``AttemptTimedOut`` or
-  /// `CancellationError`.
-  ///
-  /// The deadline is a dispatch timer that ends the exchange itself, not a second task racing
-  /// this one: no extra task, and it holds whatever URLSession does.
-  package func send(_ request: URLRequest, timeout: TimeInterval) async throws -> HTTPResponse {
-    try Task.checkCancellation()
-    let task = session.dataTask(with: request)
-    let exchange = Exchange(maxBodyBytes: maxBodyBytes, task: task)
-    router.register(exchange, for: task.taskIdentifier)
-    defer { router.unregister(task.taskIdentifier) }
-    // A timer source, not `asyncAfter`: a cancelled source is released at once, whereas a
-    // cancelled `asyncAfter` item stays queued, with everything it captured, until its
-    // deadline — thousands of response bodies in a bulk run.
-    let timer = DispatchSource.makeTimerSource(queue: .global())
-    timer.setEventHandler { [weak exchange] in
-      exchange?.finish(.failure(AttemptTimedOut(seconds: timeout)))
-    }
-    timer.schedule(deadline: .now() + .nanoseconds(Int(min(timeout, 86_400) * 1e9)))
-    timer.resume()
-    defer { timer.cancel() }
-    return try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { continuation in
-        if exchange.install(continuation) {
-          task.resume()
-        }
-      }
-    } onCancel: {
-      exchange.finish(.failure(CancellationError()))
-    }
-  }
+/// The transport seam: one attempt of one `GET`, and nothing more.
+///
+/// A transport sends the request, streams the body in under ``HTTPRequest/maxBodyBytes``
+/// (rejecting a larger `Content-Length` as soon as the headers arrive), and hands back the
+/// complete response. It never follows a redirect (a 3xx comes back as it is), never retries,
+/// and never interprets a status. Everything else — retries, the retry budget, `Retry-After`,
+/// the total deadline, the same-origin redirect rule, body framing checks and error mapping —
+/// lives once, above it, in ``HTTPExecutor``, so every transport behaves the same.
+///
+/// Contract of ``send(_:timeout:)``:
+/// - it returns within `timeout` seconds, headers and body included, or throws
+///   ``AttemptTimedOut``; the transport enforces this itself (``withAttemptDeadline(_:_:)``);
+/// - cancelling the calling task resumes it at once with `CancellationError`, and the request
+///   in flight is abandoned (its connection closed);
+/// - connection failures throw ``HTTPFailure/network(_:)`` with a short, secret-free
+///   description ("connection refused", "host not found", "TLS handshake failed", …);
+/// - an over-long body throws ``HTTPFailure/bodyTooLarge(limit:)``.
+package protocol HTTPTransport: Sendable {
+  /// Sends `request` once and returns the complete response (see the protocol's contract).
+  func send(_ request: HTTPRequest, timeout: TimeInterval) async throws -> HTTPResponse
 }
 
 /// Thrown by ``HTTPTransport/send(_:timeout:)`` when the attempt's deadline expires first.
 package struct AttemptTimedOut: Error, Sendable {
   /// The deadline that expired, in seconds.
   package var seconds: TimeInterval
+
+  /// Creates the error.
+  package init(seconds: TimeInterval) {
+    self.seconds = seconds
+  }
 }
 
-/// The state of one request in flight, shared between the caller and the delegate queue.
+/// The one-shot meeting point of a waiting caller and the exchange that answers it.
 ///
-/// `@unchecked Sendable` is sound: every mutable field lives in `state`, a `LockedValue`,
-/// and `task` is a `URLSessionTask`, whose `cancel()` is documented as thread-safe.
-private final class Exchange: @unchecked Sendable {
+/// Whichever comes first — the answer, the deadline or the caller's cancellation — ends the
+/// attempt; later outcomes are ignored. When the attempt ends without an answer, the abort
+/// action (cancel the `URLSessionTask`, cancel the AsyncHTTPClient request) runs once, off the
+/// caller's thread, after the caller has been resumed.
+///
+/// `@unchecked Sendable` is sound: every mutable field lives in `state`, a ``LockedValue``.
+package final class AttemptGate: @unchecked Sendable {
   private struct State {
     var continuation: CheckedContinuation<HTTPResponse, Error>?
     var outcome: Result<HTTPResponse, Error>?
-    var response: HTTPURLResponse?
-    var body = Data()
-    var finished = false
+    var abort: (@Sendable () -> Void)?
   }
 
-  let maxBodyBytes: Int
-  let task: URLSessionTask
   private let state = LockedValue(State())
 
-  init(maxBodyBytes: Int, task: URLSessionTask) {
-    self.maxBodyBytes = maxBodyBytes
-    self.task = task
+  /// Creates an open gate.
+  package init() {}
+
+  /// Whether the attempt has ended.
+  package var isFinished: Bool {
+    state.withLock { $0.outcome != nil }
   }
 
-  /// Installs the waiting caller; returns `false` when the exchange already ended
-  /// (cancelled before it started), in which case the caller has been resumed.
+  /// Sets what ends the exchange early; runs it at once if the attempt already failed.
+  package func setAbort(_ abort: @escaping @Sendable () -> Void) {
+    let runNow = state.withLock { state -> Bool in
+      if let outcome = state.outcome {
+        if case .failure = outcome { return true }
+        return false
+      }
+      state.abort = abort
+      return false
+    }
+    if runNow { DispatchQueue.global().async { abort() } }
+  }
+
+  /// Installs the waiting caller; `false` when the attempt already ended (the caller has then
+  /// been resumed with that outcome and the exchange must not start).
   func install(_ continuation: CheckedContinuation<HTTPResponse, Error>) -> Bool {
     let early: Result<HTTPResponse, Error>? = state.withLock { state in
       if let outcome = state.outcome { return outcome }
@@ -113,146 +109,56 @@ private final class Exchange: @unchecked Sendable {
     return true
   }
 
-  /// Ends the exchange once; later calls are ignored. Cancels the task unless it succeeded.
-  func finish(_ outcome: Result<HTTPResponse, Error>) {
-    let continuation: CheckedContinuation<HTTPResponse, Error>? = state.withLock { state in
-      guard !state.finished else { return nil }
-      state.finished = true
+  /// Ends the attempt once; later calls are ignored.
+  package func finish(_ outcome: Result<HTTPResponse, Error>) {
+    let (continuation, abort) = state.withLock {
+      state -> (CheckedContinuation<HTTPResponse, Error>?, (@Sendable () -> Void)?) in
+      guard state.outcome == nil else { return (nil, nil) }
       state.outcome = outcome
-      state.body = Data()
       let waiting = state.continuation
+      let abort = state.abort
       state.continuation = nil
-      return waiting
+      state.abort = nil
+      return (waiting, abort)
     }
     continuation?.resume(with: outcome)
-    if case .failure = outcome {
-      // On Linux `cancel()` waits for FoundationNetworking's work queue, which every session
-      // in the process shares and which a peer flooding a body can keep busy for seconds.
-      // The caller has already been resumed; the cancel happens off any caller's thread.
-      let task = self.task
-      DispatchQueue.global().async { task.cancel() }
+    if case .failure = outcome, let abort {
+      // On Linux `URLSessionTask.cancel()` waits for FoundationNetworking's work queue, which a
+      // peer flooding a body can keep busy for seconds: the caller has already been resumed,
+      // and the abort happens off any caller's thread.
+      DispatchQueue.global().async { abort() }
     }
-  }
-
-  func received(response: URLResponse) {
-    guard let http = response as? HTTPURLResponse else {
-      finish(.failure(HTTPFailure.network("not an HTTP response")))
-      return
-    }
-    if http.expectedContentLength > Int64(maxBodyBytes) {
-      finish(.failure(HTTPFailure.bodyTooLarge(limit: maxBodyBytes)))
-      return
-    }
-    state.withLock { $0.response = http }
-  }
-
-  func received(data: Data) {
-    let overflow = state.withLock { state -> Bool in
-      guard !state.finished else { return false }
-      if state.body.count + data.count > maxBodyBytes { return true }
-      state.body.append(data)
-      return false
-    }
-    if overflow {
-      finish(.failure(HTTPFailure.bodyTooLarge(limit: maxBodyBytes)))
-    }
-  }
-
-  func completed(error: Error?) {
-    if let error {
-      finish(.failure(HTTPFailure.network(Self.describe(error))))
-      return
-    }
-    let snapshot = state.withLock { ($0.response, $0.body) }
-    guard let http = snapshot.0 else {
-      finish(.failure(HTTPFailure.network("connection closed before a response")))
-      return
-    }
-    var headers: [String: String] = [:]
-    for (key, value) in http.allHeaderFields {
-      guard let name = key as? String, let text = value as? String else { continue }
-      headers[name.lowercased()] = text
-    }
-    let body = snapshot.1
-    // A body cut short of its Content-Length is a broken connection, whatever the
-    // platform's URL loading reported (compressed bodies are measured before decoding).
-    if headers["content-encoding"] == nil, let declared = headers["content-length"],
-      let expected = Int(declared.trimmingCharacters(in: .whitespaces)), expected != body.count
-    {
-      finish(
-        .failure(
-          HTTPFailure.network("body truncated: \(body.count) of \(expected) bytes received")))
-      return
-    }
-    finish(.success(HTTPResponse(status: http.statusCode, headers: headers, body: body)))
-  }
-
-  private static func describe(_ error: Error) -> String {
-    let nsError = error as NSError
-    if nsError.domain == NSURLErrorDomain {
-      switch nsError.code {
-      case NSURLErrorCannotConnectToHost: return "connection refused"
-      case NSURLErrorNetworkConnectionLost: return "connection lost"
-      case NSURLErrorTimedOut: return "timed out"
-      case NSURLErrorCannotFindHost, NSURLErrorDNSLookupFailed: return "host not found"
-      case NSURLErrorNotConnectedToInternet: return "not connected to the internet"
-      case NSURLErrorSecureConnectionFailed: return "TLS handshake failed"
-      case NSURLErrorBadServerResponse: return "bad server response"
-      default: return "URL error \(nsError.code)"
-      }
-    }
-    return "\(nsError.domain) \(nsError.code)"
   }
 }
 
-/// The session delegate: routes each task's events to its `Exchange`.
+/// Runs one attempt: `start` begins the exchange, which reports through the gate; the call
+/// returns its outcome, or throws ``AttemptTimedOut`` after `timeout` seconds or
+/// `CancellationError` as soon as the calling task is cancelled.
 ///
-/// `@unchecked Sendable` is sound: its only state, `exchanges`, is a `LockedValue`.
-private final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-  private let exchanges = LockedValue([Int: Exchange]())
-
-  func register(_ exchange: Exchange, for identifier: Int) {
-    exchanges.withLock { $0[identifier] = exchange }
+/// The deadline is a dispatch timer source that ends the attempt itself, not a second task
+/// racing this one: no extra task, and it holds whatever the transport underneath does. A
+/// timer source, not `asyncAfter`: a cancelled source is released at once, whereas a cancelled
+/// `asyncAfter` item stays queued, with everything it captured, until its deadline.
+package func withAttemptDeadline(
+  _ timeout: TimeInterval,
+  _ start: (AttemptGate) -> Void
+) async throws -> HTTPResponse {
+  try Task.checkCancellation()
+  let gate = AttemptGate()
+  let timer = DispatchSource.makeTimerSource(queue: .global())
+  timer.setEventHandler { [weak gate] in
+    gate?.finish(.failure(AttemptTimedOut(seconds: timeout)))
   }
-
-  func unregister(_ identifier: Int) {
-    exchanges.withLock { $0[identifier] = nil }
-  }
-
-  private func exchange(_ task: URLSessionTask) -> Exchange? {
-    exchanges.withLock { $0[task.taskIdentifier] }
-  }
-
-  func urlSession(
-    _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
-  ) {
-    exchange(dataTask)?.received(response: response)
-    completionHandler(.allow)
-  }
-
-  func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-    exchange(dataTask)?.received(data: data)
-  }
-
-  func urlSession(
-    _ session: URLSession, task: URLSessionTask,
-    willPerformHTTPRedirection response: HTTPURLResponse,
-    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
-  ) {
-    // Redirects are followed only to the same scheme and host: a redirect must never move a
-    // request (and its headers, such as an API key) to another origin or to cleartext.
-    let original = task.originalRequest?.url
-    if let target = request.url, let original, target.scheme == original.scheme,
-      target.host == original.host, target.port == original.port
-    {
-      completionHandler(request)
-    } else {
-      completionHandler(nil)
+  timer.schedule(deadline: .now() + .nanoseconds(Int(min(max(timeout, 0), 86_400) * 1e9)))
+  timer.resume()
+  defer { timer.cancel() }
+  return try await withTaskCancellationHandler {
+    try await withCheckedThrowingContinuation { continuation in
+      if gate.install(continuation) {
+        start(gate)
+      }
     }
-  }
-
-  func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-    exchange(task)?.completed(error: error)
+  } onCancel: {
+    gate.finish(.failure(CancellationError()))
   }
 }

@@ -32,7 +32,7 @@ func makeClient(
     apiKey: apiKey,
     baseURL: baseURL ?? server?.baseURL ?? URL(string: "http://127.0.0.1:9")!,
     pathPrefix: pathPrefix, timeout: timeout, maxAttempts: maxAttempts, backoffBase: 0.01,
-    backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent, session: .shared,
+    backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent, transport: .urlSession(),
     retryBudget: .standard, environment: environment)
 }
 

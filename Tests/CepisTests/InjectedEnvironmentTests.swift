@@ -21,7 +21,7 @@ struct InjectedEnvironmentTests {
     )
     return Client(
       baseURL: server.baseURL, timeout: 5, maxAttempts: 4, backoffBase: 1,
-      backoffMax: backoffMax, totalTimeout: nil, userAgent: nil, session: .shared,
+      backoffMax: backoffMax, totalTimeout: nil, userAgent: nil, transport: .urlSession(),
       retryBudget: nil, environment: environment)
   }
 
