@@ -42,7 +42,8 @@ extension CPFClient {
 
     /// A `URLSession` transport; only `configuration`'s proxies, cookies and headers are used
     /// (the client streams bodies through its own delegate and enforces its own deadlines).
-    public static func urlSession(_ configuration: URLSessionConfiguration = .default) -> Transport {
+    public static func urlSession(_ configuration: URLSessionConfiguration = .default) -> Transport
+    {
       Transport(
         description: TransportKind.urlSession.rawValue,
         base: URLSessionTransport(configuration: configuration))

@@ -86,7 +86,9 @@
       }
       var body = Data()
       for try await buffer in response.body {
-        if body.count + buffer.readableBytes > limit { throw HTTPFailure.bodyTooLarge(limit: limit) }
+        if body.count + buffer.readableBytes > limit {
+          throw HTTPFailure.bodyTooLarge(limit: limit)
+        }
         buffer.withUnsafeReadableBytes { body.append(contentsOf: $0) }
       }
       return HTTPResponse(status: Int(response.status.code), headers: headers, body: body)

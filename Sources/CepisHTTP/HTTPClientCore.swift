@@ -53,7 +53,8 @@ package struct HTTPClientCore: Sendable {
   package func getRequest(_ pathAndQuery: String, headers: [(String, String)]) -> HTTPRequest? {
     guard let url = URL(string: base + pathAndQuery) else { return nil }
     return HTTPRequest(
-      url: url, headers: headers.map { (name: $0.0, value: $0.1) } + [("Cache-Control", "no-cache")],
+      url: url,
+      headers: headers.map { (name: $0.0, value: $0.1) } + [("Cache-Control", "no-cache")],
       maxBodyBytes: maxBodyBytes)
   }
 }
