@@ -7,6 +7,15 @@ let asyncHTTPClient: Target.Dependency = .product(
   name: "AsyncHTTPClient", package: "async-http-client",
   condition: .when(traits: ["AsyncHTTPClient"]))
 
+/// The SwiftNIO modules whose error types the AsyncHTTPClient transport maps (already in
+/// AsyncHTTPClient's closure; nothing more is fetched).
+let nioForTransport: [Target.Dependency] = [
+  .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+  .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+  .product(
+    name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["AsyncHTTPClient"])),
+]
+
 let package = Package(
   name: "Cepis",
   platforms: [.macOS(.v10_15), .iOS(.v13), .tvOS(.v13), .watchOS(.v6)],
@@ -26,11 +35,13 @@ let package = Package(
     )
   ],
   dependencies: [
-    .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.33.0")
+    .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.33.0"),
+    .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
+    .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
   ],
   targets: [
     // The retry/deadline/transport core shared by both API clients (`package` access only).
-    .target(name: "CepisHTTP", dependencies: [asyncHTTPClient]),
+    .target(name: "CepisHTTP", dependencies: [asyncHTTPClient] + nioForTransport),
     .target(name: "Cepis", dependencies: ["CepisHTTP", asyncHTTPClient]),
     .target(name: "BrazilianDocuments"),
     .target(name: "CPFHub", dependencies: ["CepisHTTP", "BrazilianDocuments", asyncHTTPClient]),

@@ -2,6 +2,7 @@
   import AsyncHTTPClient
   import Foundation
   import NIOCore
+  import NIOPosix
   import NIOSSL
 
   /// The AsyncHTTPClient transport: one attempt on a SwiftNIO `HTTPClient`, the body streamed
@@ -44,7 +45,8 @@
       var outgoing = HTTPClientRequest(url: request.url.absoluteString)
       outgoing.method = .GET
       for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
-      outgoing.body = .bytes(NoBytes(), length: .known(0))
+      outgoing.body = .bytes(NoBytes(), length: .known(Int64(0)))
+      let prepared = outgoing
       let client = self.client
       let limit = request.maxBodyBytes
       return try await withAttemptDeadline(timeout) { gate in
@@ -53,7 +55,7 @@
           do {
             let deadline = NIODeadline.now() + .nanoseconds(Int64(min(timeout, 86_400) * 1e9))
             outcome = .success(
-              try await Self.exchange(outgoing, on: client, deadline: deadline, limit: limit))
+              try await Self.exchange(prepared, on: client, deadline: deadline, limit: limit))
           } catch let failure as HTTPFailure {
             outcome = .failure(failure)
           } catch {

@@ -143,7 +143,12 @@ package struct HTTPExecutor: Sendable {
     while true {
       let remaining = attemptDeadline - monotonicSeconds()
       guard remaining > 0 else { throw AttemptTimedOut(seconds: timeout) }
-      let response = try await transport.send(current, timeout: remaining)
+      let response: HTTPResponse
+      do {
+        response = try await transport.send(current, timeout: remaining)
+      } catch is AttemptTimedOut {
+        throw AttemptTimedOut(seconds: timeout)
+      }
       try Self.checkFraming(response)
       guard hops < Self.maxRedirects, Self.isRedirect(response.status),
         let next = Self.sameOriginTarget(of: response, from: current.url)
