@@ -6,10 +6,12 @@ import Testing
 
 @Suite("CPFClient against CepisMock")
 struct EndToEndTests {
-  @Test func validCPFReturnsThePerson() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func validCPFReturnsThePerson(
+    transport: String
+  ) async throws {
     try await withServer { server in
       let expected = knownPerson(server)
-      let person = try await makeClient(server).lookup(expected.cpf)
+      let person = try await makeClient(server, transport).lookup(expected.cpf)
       #expect(person.cpf.digits == expected.cpf)
       #expect(person.name == expected.name)
       #expect(person.nameUpper == expected.nameUpper)
@@ -31,29 +33,35 @@ struct EndToEndTests {
     }
   }
 
-  @Test func formattedInputIsSentAsDigits() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func formattedInputIsSentAsDigits(
+    transport: String
+  ) async throws {
     try await withServer { server in
       let expected = knownPerson(server, index: 1)
       let formatted = try CPF(expected.cpf).formatted
-      let person = try await makeClient(server).lookup(" \(formatted) ")
+      let person = try await makeClient(server, transport).lookup(" \(formatted) ")
       #expect(person.cpf.digits == expected.cpf)
       #expect(server.requests.map(\.path) == ["/cpf/\(expected.cpf)"])
     }
   }
 
-  @Test func v1PathPrefix() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func v1PathPrefix(transport: String)
+    async throws
+  {
     try await withServer { server in
       let expected = knownPerson(server, index: 2)
-      let person = try await makeClient(server, pathPrefix: "/v1/cpf/").lookup(expected.cpf)
+      let person = try await makeClient(server, transport, pathPrefix: "/v1/cpf/").lookup(
+        expected.cpf)
       #expect(person.name == expected.name)
       #expect(server.requests.map(\.path) == ["/v1/cpf/\(expected.cpf)"])
     }
   }
 
-  @Test func wrongCheckDigitsFailLocallyWithZeroRequests() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames)
+  func wrongCheckDigitsFailLocallyWithZeroRequests(transport: String) async throws {
     try await withServer { server in
       let digits = wrongCheckDigit(knownPerson(server).cpf)
-      let error = await expectCPFHubError { try await makeClient(server).lookup(digits) }
+      let error = await expectCPFHubError { try await makeClient(server, transport).lookup(digits) }
       guard case .invalidCPF(.checkDigitMismatch?) = error else {
         Issue.record("got \(String(describing: error))")
         return
@@ -63,10 +71,12 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: ["", "123", "123456789012", "abc.def.ghi-jk", "111.111.111-11"])
-  func malformedCPFsFailLocallyWithZeroRequests(_ input: String) async throws {
+  @Test(
+    arguments: CPFClient.Transport.availableNames,
+    ["", "123", "123456789012", "abc.def.ghi-jk", "111.111.111-11"])
+  func malformedCPFsFailLocallyWithZeroRequests(transport: String, _ input: String) async throws {
     try await withServer { server in
-      let error = await expectCPFHubError { try await makeClient(server).lookup(input) }
+      let error = await expectCPFHubError { try await makeClient(server, transport).lookup(input) }
       guard case .invalidCPF(let reason?) = error else {
         Issue.record("got \(String(describing: error))")
         return
@@ -77,11 +87,13 @@ struct EndToEndTests {
     }
   }
 
-  @Test func missingKeyFailsWithZeroRequests() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func missingKeyFailsWithZeroRequests(
+    transport: String
+  ) async throws {
     try await withServer { server in
       let person = knownPerson(server)
       for environment in [[:], ["CPFHUB_API_KEY": ""], ["CPFHUB_API_KEY": "  \n"]] {
-        let client = makeClient(server, apiKey: nil, environment: environment)
+        let client = makeClient(server, transport, apiKey: nil, environment: environment)
         #expect(!client.hasAPIKey)
         let error = await expectCPFHubError { try await client.lookup(person.cpf) }
         #expect(error == .missingAPIKey)
@@ -91,10 +103,13 @@ struct EndToEndTests {
     }
   }
 
-  @Test func keyFallsBackToTheEnvironment() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func keyFallsBackToTheEnvironment(
+    transport: String
+  ) async throws {
     try await withServer { server in
       let expected = knownPerson(server)
-      let client = makeClient(server, apiKey: nil, environment: ["CPFHUB_API_KEY": testKey])
+      let client = makeClient(
+        server, transport, apiKey: nil, environment: ["CPFHUB_API_KEY": testKey])
       #expect(client.hasAPIKey)
       let person = try await client.lookup(expected.cpf)
       #expect(person.name == expected.name)
@@ -102,17 +117,22 @@ struct EndToEndTests {
     }
   }
 
-  @Test func explicitKeyWinsOverTheEnvironment() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func explicitKeyWinsOverTheEnvironment(
+    transport: String
+  ) async throws {
     try await withServer { server in
-      let client = makeClient(server, apiKey: "wrong", environment: ["CPFHUB_API_KEY": testKey])
+      let client = makeClient(
+        server, transport, apiKey: "wrong", environment: ["CPFHUB_API_KEY": testKey])
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
       #expect(error == .unauthorized(status: 401))
     }
   }
 
-  @Test func wrongKeyIsUnauthorizedAndNotRetried() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func wrongKeyIsUnauthorizedAndNotRetried(
+    transport: String
+  ) async throws {
     try await withServer { server in
-      let client = makeClient(server, apiKey: "not-the-key")
+      let client = makeClient(server, transport, apiKey: "not-the-key")
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
       #expect(error == .unauthorized(status: 401))
       #expect(error?.isRetriable == false)
@@ -120,64 +140,80 @@ struct EndToEndTests {
     }
   }
 
-  @Test func forbiddenIsUnauthorized() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func forbiddenIsUnauthorized(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, [.status(403)])
       let error = await expectCPFHubError {
-        try await makeClient(server).lookup(knownPerson(server).cpf)
+        try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
       #expect(error == .unauthorized(status: 403))
       #expect(server.requests.count == 1)
     }
   }
 
-  @Test func unknownCPFIsNotFound() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func unknownCPFIsNotFound(transport: String)
+    async throws
+  {
     try await withServer { server in
       let cpf = unknownCPF(server)
-      let error = await expectCPFHubError { try await makeClient(server).lookup(cpf.digits) }
+      let error = await expectCPFHubError {
+        try await makeClient(server, transport).lookup(cpf.digits)
+      }
       #expect(error == .notFound(redactedCPF: cpf.redacted))
       #expect(error?.errorDescription == "CPF não encontrado na base de dados.")
       #expect(server.requests.count == 1)
     }
   }
 
-  @Test func successFalseIsNotFound() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func successFalseIsNotFound(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, [.successFalse])
       let person = knownPerson(server)
-      let error = await expectCPFHubError { try await makeClient(server).lookup(person.cpf) }
+      let error = await expectCPFHubError {
+        try await makeClient(server, transport).lookup(person.cpf)
+      }
       let redacted = try CPF(person.cpf).redacted
       #expect(error == .notFound(redactedCPF: redacted))
       #expect(server.requests.count == 1)
     }
   }
 
-  @Test func apiRejectionIsInvalidCPF() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func apiRejectionIsInvalidCPF(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, [.status(400)])
       let error = await expectCPFHubError {
-        try await makeClient(server).lookup(knownPerson(server).cpf)
+        try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
       #expect(error == .invalidCPF(nil))
       #expect(server.requests.count == 1)
     }
   }
 
-  @Test func rateLimitedThenSuccess() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func rateLimitedThenSuccess(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, [.status(429, retryAfter: "1")])
       let expected = knownPerson(server)
-      let person = try await makeClient(server).lookup(expected.cpf)
+      let person = try await makeClient(server, transport).lookup(expected.cpf)
       #expect(person.name == expected.name)
       #expect(server.requests.count == 2)
     }
   }
 
-  @Test func retryAfterIsHonoured() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func retryAfterIsHonoured(transport: String)
+    async throws
+  {
     try await withServer { server in
       server.script(.cpf, [.status(429, retryAfter: "1")])
       let start = Date()
-      _ = try await makeClient(server, backoffMax: 2).lookup(knownPerson(server).cpf)
+      _ = try await makeClient(server, transport, backoffMax: 2).lookup(knownPerson(server).cpf)
       let elapsed = Date().timeIntervalSince(start)
       #expect(elapsed >= 0.9)
       // Capped by backoffMax (2 s) at most; a loaded machine only adds to the second.
@@ -185,11 +221,13 @@ struct EndToEndTests {
     }
   }
 
-  @Test func rateLimitedExhausted() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func rateLimitedExhausted(transport: String)
+    async throws
+  {
     try await withServer { server in
       server.script(.cpf, Array(repeating: .status(429, retryAfter: "0"), count: 3))
       let error = await expectCPFHubError {
-        try await makeClient(server).lookup(knownPerson(server).cpf)
+        try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
       #expect(error == .rateLimited(retryAfter: 0))
       #expect(error?.isRetriable == true)
@@ -197,11 +235,13 @@ struct EndToEndTests {
     }
   }
 
-  @Test func serviceUnavailableExhausted() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func serviceUnavailableExhausted(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, Array(repeating: .status(503), count: 3))
       let error = await expectCPFHubError {
-        try await makeClient(server).lookup(knownPerson(server).cpf)
+        try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
       #expect(error == .serverError(status: 503))
       #expect(error?.isRetriable == true)
@@ -209,20 +249,24 @@ struct EndToEndTests {
     }
   }
 
-  @Test func serverErrorThenSuccess() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func serverErrorThenSuccess(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, [.status(500), .status(502)])
       let expected = knownPerson(server)
-      let person = try await makeClient(server).lookup(expected.cpf)
+      let person = try await makeClient(server, transport).lookup(expected.cpf)
       #expect(person.cpf.digits == expected.cpf)
       #expect(server.requests.count == 3)
     }
   }
 
-  @Test func slowHeadersTimeOut() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func slowHeadersTimeOut(transport: String)
+    async throws
+  {
     try await withServer { server in
       server.script(.cpf, [.delayHeaders(10), .delayHeaders(10)])
-      let client = makeClient(server, timeout: 0.2, maxAttempts: 2)
+      let client = makeClient(server, transport, timeout: 0.2, maxAttempts: 2)
       let start = Date()
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
       guard case .timeout = error else {
@@ -236,10 +280,12 @@ struct EndToEndTests {
     }
   }
 
-  @Test func totalTimeoutIsEnforced() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func totalTimeoutIsEnforced(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, [.delayHeaders(10)])
-      let client = makeClient(server, timeout: 8, totalTimeout: 0.25)
+      let client = makeClient(server, transport, timeout: 8, totalTimeout: 0.25)
       let start = Date()
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
       guard case .timeout = error else {
@@ -250,11 +296,12 @@ struct EndToEndTests {
     }
   }
 
-  @Test func connectionResetIsANetworkErrorAfterRetries() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames)
+  func connectionResetIsANetworkErrorAfterRetries(transport: String) async throws {
     try await withServer { server in
       server.script(.cpf, Array(repeating: .resetBeforeHeaders, count: 3))
       let error = await expectCPFHubError {
-        try await makeClient(server).lookup(knownPerson(server).cpf)
+        try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
       guard case .networkError = error else {
         Issue.record("got \(String(describing: error))")
@@ -264,23 +311,29 @@ struct EndToEndTests {
     }
   }
 
-  @Test func connectionRefusedIsANetworkError() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func connectionRefusedIsANetworkError(
+    transport: String
+  ) async throws {
     // Port 1 (tcpmux) has no listener: a stopped mock's port could be reused at once by a
     // server that another test starts in parallel.
     let base = try #require(URL(string: "http://127.0.0.1:1"))
     let cpf = MockDataset.sample.people[0].cpf
-    let error = await expectCPFHubError { try await makeClient(nil, baseURL: base).lookup(cpf) }
+    let error = await expectCPFHubError {
+      try await makeClient(nil, transport, baseURL: base).lookup(cpf)
+    }
     guard case .networkError = error else {
       Issue.record("got \(String(describing: error))")
       return
     }
   }
 
-  @Test func htmlPageIsAnInvalidResponse() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func htmlPageIsAnInvalidResponse(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, [.htmlPortal])
       let error = await expectCPFHubError {
-        try await makeClient(server).lookup(knownPerson(server).cpf)
+        try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
       guard case .invalidResponse = error else {
         Issue.record("got \(String(describing: error))")
@@ -291,11 +344,13 @@ struct EndToEndTests {
     }
   }
 
-  @Test func wrongShapeJSONIsAnInvalidResponse() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func wrongShapeJSONIsAnInvalidResponse(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, [.wrongShapeJSON])
       let error = await expectCPFHubError {
-        try await makeClient(server).lookup(knownPerson(server).cpf)
+        try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
       guard case .invalidResponse = error else {
         Issue.record("got \(String(describing: error))")
@@ -304,7 +359,9 @@ struct EndToEndTests {
     }
   }
 
-  @Test func answerForAnotherCPFIsAnInvalidResponse() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func answerForAnotherCPFIsAnInvalidResponse(
+    transport: String
+  ) async throws {
     try await withServer { server in
       let other = knownPerson(server, index: 3)
       let body =
@@ -312,17 +369,19 @@ struct EndToEndTests {
         + #""gender":"M","birthDate":"01/02/1990","day":1,"month":2,"year":1990}}"#
       server.script(.cpf, [.status(200, body: body)])
       let error = await expectCPFHubError {
-        try await makeClient(server).lookup(knownPerson(server).cpf)
+        try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
       #expect(error == .invalidResponse(reason: "the API answered for another CPF"))
     }
   }
 
-  @Test func oversizedBodyIsAnInvalidResponse() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func oversizedBodyIsAnInvalidResponse(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, [.oversizedBody(bytes: 2 << 20)])
       let error = await expectCPFHubError {
-        try await makeClient(server).lookup(knownPerson(server).cpf)
+        try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
       guard case .invalidResponse = error else {
         Issue.record("got \(String(describing: error))")
@@ -332,16 +391,18 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: [
-    "http://example.com", "http://0.0.0.0", "ftp://127.0.0.1", "http://10.0.0.1",
-    "http://127.0.0.1.example.com", "http://[::2]", "http://localhost.example.com",
-  ])
-  func cleartextIsRefusedWithZeroRequests(_ base: String) async throws {
+  @Test(
+    arguments: CPFClient.Transport.availableNames,
+    [
+      "http://example.com", "http://0.0.0.0", "ftp://127.0.0.1", "http://10.0.0.1",
+      "http://127.0.0.1.example.com", "http://[::2]", "http://localhost.example.com",
+    ])
+  func cleartextIsRefusedWithZeroRequests(transport: String, _ base: String) async throws {
     try await withServer { server in
       // Aim at the mock's port, so that a request that did go out would show in its log.
       let url = URL(string: "\(base):\(server.port)")!
       let error = await expectCPFHubError {
-        try await makeClient(server, baseURL: url).lookup(knownPerson(server).cpf)
+        try await makeClient(server, transport, baseURL: url).lookup(knownPerson(server).cpf)
       }
       guard case .insecureTransport = error else {
         Issue.record("got \(String(describing: error))")
@@ -352,19 +413,23 @@ struct EndToEndTests {
     }
   }
 
-  @Test func loopbackNamesAreAllowedOverHTTP() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func loopbackNamesAreAllowedOverHTTP(
+    transport: String
+  ) async throws {
     try await withServer { server in
       let expected = knownPerson(server)
       let url = URL(string: "http://localhost:\(server.port)")!
-      let person = try await makeClient(server, baseURL: url).lookup(expected.cpf)
+      let person = try await makeClient(server, transport, baseURL: url).lookup(expected.cpf)
       #expect(person.name == expected.name)
     }
   }
 
-  @Test func cancellationEndsTheCallPromptly() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func cancellationEndsTheCallPromptly(
+    transport: String
+  ) async throws {
     try await withServer { server in
       server.script(.cpf, [.delayHeaders(10)])
-      let client = makeClient(server)
+      let client = makeClient(server, transport)
       let cpf = knownPerson(server).cpf
       let task = Task { try await client.lookup(cpf) }
       try await Task.sleep(nanoseconds: 100_000_000)

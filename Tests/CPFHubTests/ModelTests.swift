@@ -9,10 +9,12 @@
   @Suite("CPFLookupModel against CepisMock")
   @MainActor
   struct ModelTests {
-    @Test func successShowsThePerson() async throws {
+    @Test(arguments: CPFClient.Transport.availableNames) func successShowsThePerson(
+      transport: String
+    ) async throws {
       try await withServer { server in
         let expected = knownPerson(server)
-        let model = CPFLookupModel(client: makeClient(server), input: expected.cpf)
+        let model = CPFLookupModel(client: makeClient(server, transport), input: expected.cpf)
         #expect(!model.isLoading)
         await model.lookup()
         #expect(model.person?.cpf.digits == expected.cpf)
@@ -24,10 +26,13 @@
       }
     }
 
-    @Test func loadingFlagIsSetWhileTheLookupRuns() async throws {
+    @Test(arguments: CPFClient.Transport.availableNames) func loadingFlagIsSetWhileTheLookupRuns(
+      transport: String
+    ) async throws {
       try await withServer { server in
         server.script(.cpf, [.delayHeaders(0.2)])
-        let model = CPFLookupModel(client: makeClient(server), input: knownPerson(server).cpf)
+        let model = CPFLookupModel(
+          client: makeClient(server, transport), input: knownPerson(server).cpf)
         let task: Task<Void, Never> = model.lookup()
         #expect(model.isLoading)
         #expect(model.person == nil)
@@ -37,9 +42,12 @@
       }
     }
 
-    @Test func observersAreNotified() async throws {
+    @Test(arguments: CPFClient.Transport.availableNames) func observersAreNotified(
+      transport: String
+    ) async throws {
       try await withServer { server in
-        let model = CPFLookupModel(client: makeClient(server), input: knownPerson(server).cpf)
+        let model = CPFLookupModel(
+          client: makeClient(server, transport), input: knownPerson(server).cpf)
         let changed = Flag()
         withObservationTracking {
           _ = model.person
@@ -109,12 +117,13 @@
         message: "Conexão insegura recusada. A consulta exige HTTPS."),
     ]
 
-    @Test(arguments: scenarios)
-    func errorsShowTheirPortugueseMessage(_ scenario: Scenario) async throws {
+    @Test(arguments: CPFClient.Transport.availableNames, scenarios)
+    func errorsShowTheirPortugueseMessage(transport: String, _ scenario: Scenario) async throws {
       try await withServer { server in
         if !scenario.faults.isEmpty { server.script(.cpf, scenario.faults) }
         let client = makeClient(
-          server, apiKey: scenario.apiKey, baseURL: scenario.baseURL, timeout: scenario.timeout,
+          server, transport, apiKey: scenario.apiKey, baseURL: scenario.baseURL,
+          timeout: scenario.timeout,
           maxAttempts: scenario.timeout < 1 ? 2 : 3)
         let model = CPFLookupModel(client: client, input: scenario.input(server))
         await model.lookup()
@@ -125,9 +134,11 @@
       }
     }
 
-    @Test func errorIsClearedByTheNextSuccess() async throws {
+    @Test(arguments: CPFClient.Transport.availableNames) func errorIsClearedByTheNextSuccess(
+      transport: String
+    ) async throws {
       try await withServer { server in
-        let model = CPFLookupModel(client: makeClient(server), input: "1")
+        let model = CPFLookupModel(client: makeClient(server, transport), input: "1")
         await model.lookup()
         #expect(model.errorMessage != nil)
         model.input = knownPerson(server).cpf
@@ -137,12 +148,14 @@
       }
     }
 
-    @Test func aNewLookupCancelsTheStaleOne() async throws {
+    @Test(arguments: CPFClient.Transport.availableNames) func aNewLookupCancelsTheStaleOne(
+      transport: String
+    ) async throws {
       try await withServer { server in
         let first = knownPerson(server, index: 0)
         let second = knownPerson(server, index: 1)
         server.script(.cpf, [.delayHeaders(3)])
-        let model = CPFLookupModel(client: makeClient(server), input: first.cpf)
+        let model = CPFLookupModel(client: makeClient(server, transport), input: first.cpf)
         let stale: Task<Void, Never> = model.lookup()
         // Wait until the slow request has reached the server, so the delay is really its own.
         for _ in 0..<1_000 where server.requests.isEmpty {
@@ -168,10 +181,13 @@
       }
     }
 
-    @Test func cancelStopsTheLookup() async throws {
+    @Test(arguments: CPFClient.Transport.availableNames) func cancelStopsTheLookup(
+      transport: String
+    ) async throws {
       try await withServer { server in
         server.script(.cpf, [.delayHeaders(0.5)])
-        let model = CPFLookupModel(client: makeClient(server), input: knownPerson(server).cpf)
+        let model = CPFLookupModel(
+          client: makeClient(server, transport), input: knownPerson(server).cpf)
         let task: Task<Void, Never> = model.lookup()
         model.cancel()
         #expect(!model.isLoading)

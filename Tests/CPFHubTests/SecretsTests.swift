@@ -7,7 +7,9 @@ import Testing
 @Suite("The key, the CPF and the person never leak")
 struct SecretsTests {
   /// Every error the client can throw, produced for real against the mock (or locally).
-  func everyError(_ server: MockServer, person: MockPerson) async -> [CPFHubError] {
+  func everyError(
+    _ server: MockServer, _ transport: String, person: MockPerson
+  ) async -> [CPFHubError] {
     var errors: [CPFHubError] = []
     func run(_ client: CPFClient, _ cpf: String, _ faults: [MockFault] = []) async {
       if !faults.isEmpty { server.script(.cpf, faults) }
@@ -15,14 +17,14 @@ struct SecretsTests {
         errors.append(error)
       }
     }
-    let client = makeClient(server)
+    let client = makeClient(server, transport)
     let cpf = person.cpf
     await run(client, wrongCheckDigit(cpf))
     await run(client, "390.533.447-0")
     await run(client, "390.533.x47-05")
-    await run(makeClient(server, apiKey: nil), cpf)
-    await run(makeClient(server, baseURL: URL(string: "http://example.com")!), cpf)
-    await run(makeClient(server, apiKey: testKey + "x"), cpf)
+    await run(makeClient(server, transport, apiKey: nil), cpf)
+    await run(makeClient(server, transport, baseURL: URL(string: "http://example.com")!), cpf)
+    await run(makeClient(server, transport, apiKey: testKey + "x"), cpf)
     await run(client, cpf, [.status(403, body: #"{"error":"key \#(testKey) forbidden"}"#)])
     await run(client, unknownCPF(server).digits)
     await run(client, cpf, [.successFalse])
@@ -30,9 +32,10 @@ struct SecretsTests {
     await run(client, cpf, Array(repeating: .status(429, retryAfter: "0"), count: 3))
     await run(client, cpf, Array(repeating: .status(503, body: "down \(testKey)"), count: 3))
     // A fresh client: libcurl silently retries a reset on a reused keep-alive connection.
-    await run(makeClient(server), cpf, Array(repeating: .resetBeforeHeaders, count: 3))
+    await run(makeClient(server, transport), cpf, Array(repeating: .resetBeforeHeaders, count: 3))
     await run(client, cpf, Array(repeating: .truncatedBody, count: 3))
-    await run(makeClient(server, timeout: 0.15, maxAttempts: 1), cpf, [.delayHeaders(0.4)])
+    await run(
+      makeClient(server, transport, timeout: 0.15, maxAttempts: 1), cpf, [.delayHeaders(0.4)])
     await run(client, cpf, [.htmlPortal])
     await run(client, cpf, [.wrongShapeJSON])
     await run(client, cpf, [.status(418, body: "<html>\(person.name) \(cpf)</html>")])
@@ -43,11 +46,12 @@ struct SecretsTests {
     return errors
   }
 
-  @Test func noErrorRevealsTheKeyTheCPFOrThePerson() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames)
+  func noErrorRevealsTheKeyTheCPFOrThePerson(transport: String) async throws {
     try await withServer { server in
       let person = knownPerson(server)
       let cpf = try CPF(person.cpf)
-      let errors = await everyError(server, person: person)
+      let errors = await everyError(server, transport, person: person)
       #expect(errors.count == 20)
       // Every case of the enum is covered.
       let kinds = Set(errors.map { String(describing: $0).prefix(while: { $0 != ":" }) })
@@ -66,8 +70,10 @@ struct SecretsTests {
     }
   }
 
-  @Test func theClientNeverPrintsItsKey() {
-    let client = makeClient(nil, userAgent: "my-app/1.0")
+  @Test(arguments: CPFClient.Transport.availableNames) func theClientNeverPrintsItsKey(
+    transport: String
+  ) {
+    let client = makeClient(nil, transport, userAgent: "my-app/1.0")
     let strings = allStrings(of: client) + [client.description, client.debugDescription]
     for text in strings {
       #expect(!text.contains(testKey))
@@ -80,13 +86,15 @@ struct SecretsTests {
       Mirror(reflecting: client).children.contains { child in
         child.label == "apiKey" && (child.value as? String) == "<redacted>"
       })
-    #expect(makeClient(nil, apiKey: nil).description.contains("apiKey: <none>"))
+    #expect(makeClient(nil, transport, apiKey: nil).description.contains("apiKey: <none>"))
   }
 
-  @Test func theKeyTravelsOnlyInItsHeader() async throws {
+  @Test(arguments: CPFClient.Transport.availableNames) func theKeyTravelsOnlyInItsHeader(
+    transport: String
+  ) async throws {
     try await withServer { server in
       let person = knownPerson(server)
-      _ = try await makeClient(server).lookup(person.cpf)
+      _ = try await makeClient(server, transport).lookup(person.cpf)
       let request = try #require(server.requests.first)
       #expect(request.headers["x-api-key"] == testKey)
       #expect(!request.path.contains(testKey))

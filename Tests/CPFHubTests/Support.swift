@@ -15,9 +15,11 @@ func withServer<T>(
   try await MockServer.withServer(.init(cpfAPIKeys: [testKey]), isolation: isolation, body)
 }
 
-/// A fast client for tests: tiny backoffs, short deadlines, no reading of the real environment.
+/// A fast client for tests over the transport named `transport`: tiny backoffs, short deadlines,
+/// no reading of the real environment.
 func makeClient(
   _ server: MockServer?,
+  _ transport: String,
   apiKey: String? = testKey,
   baseURL: URL? = nil,
   pathPrefix: String = "/cpf",
@@ -32,8 +34,17 @@ func makeClient(
     apiKey: apiKey,
     baseURL: baseURL ?? server?.baseURL ?? URL(string: "http://127.0.0.1:9")!,
     pathPrefix: pathPrefix, timeout: timeout, maxAttempts: maxAttempts, backoffBase: 0.01,
-    backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent, transport: .urlSession(),
+    backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
+    transport: .urlSession(),
     retryBudget: .standard, environment: environment)
+}
+
+/// A new transport named `name`; every name in `availableNames` exists in this build.
+func makeTransport(_ name: String) -> CPFClient.Transport {
+  guard let transport = CPFClient.Transport.named(name) else {
+    preconditionFailure("\(name) is listed as available but cannot be made")
+  }
+  return transport
 }
 
 /// A person the mock knows.

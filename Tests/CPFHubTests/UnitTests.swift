@@ -135,8 +135,10 @@ struct ConfigurationTests {
   }
 
   @Test func rejectsKeysThatCouldSplitAHeader() {
-    #expect(!makeClient(nil, apiKey: "abc\r\nx-evil: 1").hasAPIKey)
-    #expect(!makeClient(nil, apiKey: "").hasAPIKey)
-    #expect(makeClient(nil, apiKey: "", environment: ["CPFHUB_API_KEY": "k"]).hasAPIKey == false)
+    #expect(!makeClient(nil, "urlsession", apiKey: "abc\r\nx-evil: 1").hasAPIKey)
+    #expect(!makeClient(nil, "urlsession", apiKey: "").hasAPIKey)
+    #expect(
+      makeClient(nil, "urlsession", apiKey: "", environment: ["CPFHUB_API_KEY": "k"]).hasAPIKey
+        == false)
   }
 }

@@ -25,24 +25,27 @@ struct BatchEndToEndTests {
 
   @Test(
     "rows are matched by CEP whatever the server does to them",
-    arguments: [
+    arguments: Transport.availableKinds,
+    [
       [MockFault.normal], [.csvReordered], [.csvOmitMissing], [.csvDuplicatedRows],
       [.csvMaskedCEPs], [.csvColumnsShuffled], [.csvBOM], [.csvExtraRows], [.csvCRLF],
       [.csvBOM, .csvReordered, .csvColumnsShuffled, .csvExtraRows, .csvCRLF, .csvMaskedCEPs],
     ])
-  func rowFaults(modes: [MockFault]) async throws {
+  func rowFaults(transport: Transport.Kind, modes: [MockFault]) async throws {
     try await withMockServer { server in
       server.setMode(.csv, modes)
       let inputs = inputs(server)
-      let result = try await fastClient(server).lookupMany(inputs)
+      let result = try await fastClient(server, transport).lookupMany(inputs)
       #expect(result == expected(server, inputs))
       #expect(result.allSatisfy { $0?.geo == nil })
       #expect(requests(server, on: .csv).count == 1)
     }
   }
 
-  @Test("duplicates are sent once, malformed CEPs never, in ⌈distinct / 500⌉ requests")
-  func minimalRequests() async throws {
+  @Test(
+    "duplicates are sent once, malformed CEPs never, in ⌈distinct / 500⌉ requests",
+    arguments: Transport.availableKinds)
+  func minimalRequests(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       var inputs: [String] = []
       for index in 0..<1_200 {
@@ -51,7 +54,7 @@ struct BatchEndToEndTests {
       }
       inputs += inputs.prefix(400)  // duplicates, masked and not
       inputs += ["12", "abcdefgh", "0100100O"]  // malformed
-      let result = try await fastClient(server).lookupMany(inputs)
+      let result = try await fastClient(server, transport).lookupMany(inputs)
       #expect(result.count == inputs.count)
       #expect(result == expected(server, inputs))
       let sent = requests(server, on: .csv)
@@ -65,27 +68,27 @@ struct BatchEndToEndTests {
     }
   }
 
-  @Test("nothing valid means nothing sent")
-  func nothingValid() async throws {
+  @Test("nothing valid means nothing sent", arguments: Transport.availableKinds)
+  func nothingValid(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let result = try await fastClient(server).lookupMany(["", "x", "123"])
+      let result = try await fastClient(server, transport).lookupMany(["", "x", "123"])
       #expect(result == [nil, nil, nil])
-      let answer = try await fastClient(server).lookupMany([])
+      let answer = try await fastClient(server, transport).lookupMany([])
       #expect(answer == [])
       #expect(server.requests.isEmpty)
     }
   }
 
-  @Test("a failing chunk is retried, and exhausted it throws")
-  func chunkFailure() async throws {
+  @Test("a failing chunk is retried, and exhausted it throws", arguments: Transport.availableKinds)
+  func chunkFailure(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.csv, [.status(503), .resetBeforeHeaders])
       let inputs = inputs(server)
-      let answer = try await fastClient(server).lookupMany(inputs)
+      let answer = try await fastClient(server, transport).lookupMany(inputs)
       #expect(answer == expected(server, inputs))
       server.script(.csv, Array(repeating: .status(502), count: 5))
       await #expect {
-        try await fastClient(server, maxAttempts: 2).lookupMany(inputs)
+        try await fastClient(server, transport, maxAttempts: 2).lookupMany(inputs)
       } throws: { error in
         guard case .serverError(_, 502) = error as? CepisError else { return false }
         return true
@@ -93,12 +96,14 @@ struct BatchEndToEndTests {
     }
   }
 
-  @Test("a CSV of a million rows for a 500-CEP request ends in invalidResponse, memory bounded")
-  func millionRows() async throws {
+  @Test(
+    "a CSV of a million rows for a 500-CEP request ends in invalidResponse, memory bounded",
+    arguments: Transport.availableKinds)
+  func millionRows(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.csv, [.oversizedBody(bytes: 55_000_000)])  // about a million rows
       await #expect {
-        try await fastClient(server).lookupMany(["01001000"])
+        try await fastClient(server, transport).lookupMany(["01001000"])
       } throws: { error in
         guard case .invalidResponse(let message) = error as? CepisError else { return false }
         return message.contains("larger than")
@@ -106,12 +111,12 @@ struct BatchEndToEndTests {
     }
   }
 
-  @Test("gigantic response headers end in a typed error")
-  func giantHeaders() async throws {
+  @Test("gigantic response headers end in a typed error", arguments: Transport.availableKinds)
+  func giantHeaders(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, Array(repeating: .giantHeaders(bytes: 4 << 20), count: 3))
       await #expect {
-        try await fastClient(server, timeout: 5).lookup("01001000")
+        try await fastClient(server, transport, timeout: 5).lookup("01001000")
       } throws: { error in
         guard let error = error as? CepisError else { return false }
         switch error {
@@ -122,13 +127,15 @@ struct BatchEndToEndTests {
     }
   }
 
-  @Test("an HTML page or a CSV of the wrong shape is invalidResponse")
-  func wrongAnswers() async throws {
+  @Test(
+    "an HTML page or a CSV of the wrong shape is invalidResponse",
+    arguments: Transport.availableKinds)
+  func wrongAnswers(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       for fault in [MockFault.htmlPortal, .wrongShapeJSON, .invalidUTF8] {
         server.script(.csv, [fault])
         await #expect {
-          try await fastClient(server).lookupMany(["01001000"])
+          try await fastClient(server, transport).lookupMany(["01001000"])
         } throws: { error in
           guard case .invalidResponse = error as? CepisError else { return false }
           return true

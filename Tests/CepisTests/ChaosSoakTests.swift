@@ -34,8 +34,10 @@ struct ChaosSoakTests {
     ProcessInfo.processInfo.environment["CEPIS_SOAK_LOOKUPS"].flatMap(Int.init) ?? 4_000
   }
 
-  @Test("single and batch lookups through a seeded storm: zero wrong, zero lost")
-  func soak() async throws {
+  @Test(
+    "single and batch lookups through a seeded storm: zero wrong, zero lost",
+    arguments: Transport.availableKinds)
+  func soak(transport: Transport.Kind) async throws {
     let server = MockServer(
       configuration: .init(chaos: MockChaos(seed: 20_261_129, rate: 0.3), maxLogEntries: 1_000))
     try await server.start()
@@ -43,7 +45,7 @@ struct ChaosSoakTests {
     let clients = (0..<3).map { _ in
       Client(
         baseURL: server.baseURL, timeout: 2, maxAttempts: maxAttempts, backoffBase: 0.001,
-        backoffMax: 0.01, retryBudget: nil)
+        backoffMax: 0.01, transport: makeTransport(transport), retryBudget: nil)
     }
     // Warm up so the process's thread pools and the server's threads exist before counting.
     _ = try? await clients[0].lookupMany(["10000000"])

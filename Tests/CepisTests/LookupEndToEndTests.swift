@@ -6,10 +6,12 @@ import Testing
 
 @Suite("lookup against CepisMock")
 struct LookupEndToEndTests {
-  @Test("returns the server's address for a masked CEP, with geo, and sends the documented headers")
-  func success() async throws {
+  @Test(
+    "returns the server's address for a masked CEP, with geo, and sends the documented headers",
+    arguments: Transport.availableKinds)
+  func success(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let address = try await fastClient(server).lookup("01001-000")
+      let address = try await fastClient(server, transport).lookup("01001-000")
       #expect(address == expectedAddress(server, "01001000"))
       #expect(address.logradouro.contains("Praça da Sé"))
       let sent = try #require(requests(server, on: .cep).first)
@@ -19,10 +21,12 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("every sample address round-trips exactly, with and without geo")
-  func sampleAddresses() async throws {
+  @Test(
+    "every sample address round-trips exactly, with and without geo",
+    arguments: Transport.availableKinds)
+  func sampleAddresses(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let client = fastClient(server)
+      let client = fastClient(server, transport)
       let ceps = Array(server.dataset.sampleCEPs.prefix(60))
       #expect(ceps.count == 60)
       for cep in ceps {
@@ -32,10 +36,10 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("a malformed CEP throws invalidCEP and sends nothing")
-  func malformedSendsNothing() async throws {
+  @Test("a malformed CEP throws invalidCEP and sends nothing", arguments: Transport.availableKinds)
+  func malformedSendsNothing(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let client = fastClient(server)
+      let client = fastClient(server, transport)
       for bad in ["1234", "01001-00a", "01001000/../health", "٠١٠٠١٠٠٠"] {
         await #expect(throws: CepisError.self) { try await client.lookup(bad) }
       }
@@ -43,45 +47,51 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("404 is cepNotFound and is not retried")
-  func notFound() async throws {
+  @Test("404 is cepNotFound and is not retried", arguments: Transport.availableKinds)
+  func notFound(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let missing = "00000001"
       #expect(server.dataset.address(for: missing) == nil)
       await #expect(throws: CepisError.cepNotFound(missing)) {
-        try await fastClient(server).lookup(missing)
+        try await fastClient(server, transport).lookup(missing)
       }
       #expect(requests(server, on: .cep).count == 1)
     }
   }
 
-  @Test("400 is invalidCEP carrying the API's mensagem, not retried")
-  func badRequest() async throws {
+  @Test(
+    "400 is invalidCEP carrying the API's mensagem, not retried",
+    arguments: Transport.availableKinds)
+  func badRequest(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.status(400, body: #"{"mensagem":"CEP bloqueado para consulta"}"#)])
       await #expect(throws: CepisError.invalidCEP("CEP bloqueado para consulta")) {
-        try await fastClient(server).lookup("01001000")
+        try await fastClient(server, transport).lookup("01001000")
       }
       #expect(requests(server, on: .cep).count == 1)
     }
   }
 
-  @Test("503, 503, then success: three attempts and the right address")
-  func retriesServerErrors() async throws {
+  @Test(
+    "503, 503, then success: three attempts and the right address",
+    arguments: Transport.availableKinds)
+  func retriesServerErrors(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.status(503), .status(503)])
-      let address = try await fastClient(server).lookup("01001000")
+      let address = try await fastClient(server, transport).lookup("01001000")
       #expect(address == expectedAddress(server, "01001000"))
       #expect(requests(server, on: .cep).count == 3)
     }
   }
 
-  @Test("503 on every attempt: serverError(503) after exactly maxAttempts requests")
-  func serverErrorExhausted() async throws {
+  @Test(
+    "503 on every attempt: serverError(503) after exactly maxAttempts requests",
+    arguments: Transport.availableKinds)
+  func serverErrorExhausted(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, Array(repeating: .status(503), count: 10))
       await #expect {
-        try await fastClient(server, maxAttempts: 4).lookup("01001000")
+        try await fastClient(server, transport, maxAttempts: 4).lookup("01001000")
       } throws: { error in
         guard case .serverError(_, 503) = error as? CepisError else { return false }
         return (error as? CepisError)?.isRetriable == true
@@ -90,11 +100,13 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("429 with Retry-After in seconds: the next attempt waits for it")
-  func retryAfterSeconds() async throws {
+  @Test(
+    "429 with Retry-After in seconds: the next attempt waits for it",
+    arguments: Transport.availableKinds)
+  func retryAfterSeconds(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.status(429, retryAfter: "1")])
-      let client = fastClient(server, backoffMax: 5)
+      let client = fastClient(server, transport, backoffMax: 5)
       _ = try await client.lookup("01001000")
       let log = requests(server, on: .cep)
       #expect(log.count == 2)
@@ -103,14 +115,16 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("429 with Retry-After as an HTTP-date: the next attempt waits until then")
-  func retryAfterDate() async throws {
+  @Test(
+    "429 with Retry-After as an HTTP-date: the next attempt waits until then",
+    arguments: Transport.availableKinds)
+  func retryAfterDate(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       // Two seconds ahead, truncated to whole seconds as the format requires.
       let target = Date(
         timeIntervalSince1970: (Date().timeIntervalSince1970 + 2).rounded(.down))
       server.script(.cep, [.status(429, retryAfter: imfFixdate(target))])
-      _ = try await fastClient(server, backoffMax: 5).lookup("01001000")
+      _ = try await fastClient(server, transport, backoffMax: 5).lookup("01001000")
       let log = requests(server, on: .cep)
       #expect(log.count == 2)
       // A loaded machine may only make the retry later, never earlier than the date.
@@ -119,24 +133,26 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("Retry-After: 3600 is capped by backoffMax")
-  func retryAfterCapped() async throws {
+  @Test("Retry-After: 3600 is capped by backoffMax", arguments: Transport.availableKinds)
+  func retryAfterCapped(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.status(503, retryAfter: "3600")])
       let (_, elapsed) = try await measure {
-        try await fastClient(server, backoffMax: 0.2).lookup("01001000")
+        try await fastClient(server, transport, backoffMax: 0.2).lookup("01001000")
       }
       #expect(requests(server, on: .cep).count == 2)
       #expect(elapsed < 10, "took \(elapsed) s")
     }
   }
 
-  @Test("429 on every attempt: rateLimited carrying the last Retry-After")
-  func rateLimitedExhausted() async throws {
+  @Test(
+    "429 on every attempt: rateLimited carrying the last Retry-After",
+    arguments: Transport.availableKinds)
+  func rateLimitedExhausted(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, Array(repeating: .status(429, retryAfter: "0"), count: 5))
       await #expect {
-        try await fastClient(server, maxAttempts: 2).lookup("01001000")
+        try await fastClient(server, transport, maxAttempts: 2).lookup("01001000")
       } throws: { error in
         guard case .rateLimited(_, let retryAfter) = error as? CepisError else { return false }
         return retryAfter == 0
@@ -145,16 +161,18 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("a reset connection is retried; reset on every attempt is networkError")
-  func reset() async throws {
+  @Test(
+    "a reset connection is retried; reset on every attempt is networkError",
+    arguments: Transport.availableKinds)
+  func reset(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.resetBeforeHeaders, .resetAfterHeaders])
-      let answer = try await fastClient(server).lookup("01001000")
+      let answer = try await fastClient(server, transport).lookup("01001000")
       #expect(answer == expectedAddress(server, "01001000"))
       server.clearLog()
       server.script(.cep, Array(repeating: .resetBeforeHeaders, count: 3))
       await #expect {
-        try await fastClient(server).lookup("01001000")
+        try await fastClient(server, transport).lookup("01001000")
       } throws: { error in
         guard case .networkError = error as? CepisError else { return false }
         return true
@@ -163,16 +181,18 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("a body shorter than its Content-Length is a network failure, retried")
-  func truncatedBody() async throws {
+  @Test(
+    "a body shorter than its Content-Length is a network failure, retried",
+    arguments: Transport.availableKinds)
+  func truncatedBody(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.truncatedBody])
-      let answer = try await fastClient(server).lookup("01001000")
+      let answer = try await fastClient(server, transport).lookup("01001000")
       #expect(answer == expectedAddress(server, "01001000"))
       #expect(requests(server, on: .cep).count == 2)
       server.script(.cep, Array(repeating: .truncatedBody, count: 3))
       await #expect {
-        try await fastClient(server).lookup("01001000")
+        try await fastClient(server, transport).lookup("01001000")
       } throws: { error in
         guard case .networkError = error as? CepisError else { return false }
         return true
@@ -180,11 +200,11 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("slow headers: a sub-second timeout fires on time")
-  func slowHeaders() async throws {
+  @Test("slow headers: a sub-second timeout fires on time", arguments: Transport.availableKinds)
+  func slowHeaders(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(10)])
-      let client = fastClient(server, timeout: 0.3, maxAttempts: 1)
+      let client = fastClient(server, transport, timeout: 0.3, maxAttempts: 1)
       let (result, elapsed) = await measure {
         await #expect(throws: CepisError.self) { try await client.lookup("01001000") }
       }
@@ -194,21 +214,23 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("a sub-second timeout lets a 0.3 s answer through")
-  func subSecondTimeoutAllowsAnswer() async throws {
+  @Test("a sub-second timeout lets a 0.3 s answer through", arguments: Transport.availableKinds)
+  func subSecondTimeoutAllowsAnswer(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(0.3)])
-      let client = fastClient(server, timeout: 0.9, maxAttempts: 1)
+      let client = fastClient(server, transport, timeout: 0.9, maxAttempts: 1)
       let answer = try await client.lookup("01001000")
       #expect(answer == expectedAddress(server, "01001000"))
     }
   }
 
-  @Test("a body dribbled a byte at a time cannot outlive totalTimeout")
-  func dribbledBody() async throws {
+  @Test(
+    "a body dribbled a byte at a time cannot outlive totalTimeout",
+    arguments: Transport.availableKinds)
+  func dribbledBody(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, Array(repeating: .dribble(gap: 0.05), count: 5))
-      let client = fastClient(server, timeout: 30, maxAttempts: 3, totalTimeout: 1)
+      let client = fastClient(server, transport, timeout: 30, maxAttempts: 3, totalTimeout: 1)
       let (_, elapsed) = await measure {
         await #expect {
           try await client.lookup("01001000")
@@ -223,12 +245,14 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("an HTML captive portal with status 200 is invalidResponse, not retried")
-  func htmlPortal() async throws {
+  @Test(
+    "an HTML captive portal with status 200 is invalidResponse, not retried",
+    arguments: Transport.availableKinds)
+  func htmlPortal(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.htmlPortal])
       await #expect {
-        try await fastClient(server).lookup("01001000")
+        try await fastClient(server, transport).lookup("01001000")
       } throws: { error in
         guard case .invalidResponse(let message) = error as? CepisError else { return false }
         return message.contains("HTML") && message.count < 300
@@ -237,12 +261,12 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("JSON of the wrong shape is invalidResponse")
-  func wrongShape() async throws {
+  @Test("JSON of the wrong shape is invalidResponse", arguments: Transport.availableKinds)
+  func wrongShape(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.wrongShapeJSON])
       await #expect {
-        try await fastClient(server).lookup("01001000")
+        try await fastClient(server, transport).lookup("01001000")
       } throws: { error in
         guard case .invalidResponse = error as? CepisError else { return false }
         return true
@@ -250,13 +274,15 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("an oversized body is invalidResponse, never unbounded memory")
-  func oversized() async throws {
+  @Test(
+    "an oversized body is invalidResponse, never unbounded memory",
+    arguments: Transport.availableKinds)
+  func oversized(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.oversizedBody(bytes: 64 << 20)])
       let (_, elapsed) = await measure {
         await #expect {
-          try await fastClient(server).lookup("01001000")
+          try await fastClient(server, transport).lookup("01001000")
         } throws: { error in
           guard case .invalidResponse(let message) = error as? CepisError else { return false }
           return message.contains("larger than")
@@ -266,11 +292,13 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("an endless chunked body ends in a typed error within the deadline")
-  func endlessChunked() async throws {
+  @Test(
+    "an endless chunked body ends in a typed error within the deadline",
+    arguments: Transport.availableKinds)
+  func endlessChunked(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.endlessChunked])
-      let client = fastClient(server, timeout: 2, maxAttempts: 1)
+      let client = fastClient(server, transport, timeout: 2, maxAttempts: 1)
       await #expect {
         try await client.lookup("01001000")
       } throws: { error in
@@ -283,11 +311,12 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("cancelling the task ends an in-flight request at once")
-  func cancelInFlight() async throws {
+  @Test(
+    "cancelling the task ends an in-flight request at once", arguments: Transport.availableKinds)
+  func cancelInFlight(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(5)])
-      let client = fastClient(server)
+      let client = fastClient(server, transport)
       let task = Task { try await client.lookup("01001000") }
       try await waitForRequests(server, on: .cep, count: 1)
       let start = Date()
@@ -297,11 +326,11 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("cancelling the task ends a backoff sleep at once")
-  func cancelDuringBackoff() async throws {
+  @Test("cancelling the task ends a backoff sleep at once", arguments: Transport.availableKinds)
+  func cancelDuringBackoff(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.status(503, retryAfter: "30")])
-      let client = fastClient(server, backoffMax: 60)
+      let client = fastClient(server, transport, backoffMax: 60)
       let task = Task { try await client.lookup("01001000") }
       try await waitForRequests(server, on: .cep, count: 1)
       try await Task.sleep(nanoseconds: 100_000_000)  // into the backoff sleep
@@ -313,12 +342,15 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("a refused connection is networkError after every attempt")
-  func refused() async throws {
+  @Test(
+    "a refused connection is networkError after every attempt", arguments: Transport.availableKinds)
+  func refused(transport: Transport.Kind) async throws {
     // Port 1 (tcpmux) has no listener: a stopped mock's port could be reused at once by a
     // server that another test starts in parallel.
     let url = try #require(URL(string: "http://127.0.0.1:1"))
-    let client = Client(baseURL: url, maxAttempts: 2, backoffBase: 0.01, backoffMax: 0.01)
+    let client = Client(
+      baseURL: url, maxAttempts: 2, backoffBase: 0.01, backoffMax: 0.01,
+      transport: makeTransport(transport))
     await #expect {
       try await client.lookup("01001000")
     } throws: { error in
@@ -327,12 +359,13 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("trailing slashes are stripped and a path prefix is kept")
-  func baseURLShapes() async throws {
+  @Test(
+    "trailing slashes are stripped and a path prefix is kept", arguments: Transport.availableKinds)
+  func baseURLShapes(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       for suffix in ["/", "///", "/api", "/api/"] {
         let base = try #require(URL(string: server.baseURL.absoluteString + suffix))
-        let client = Client(baseURL: base, backoffBase: 0.01)
+        let client = Client(baseURL: base, backoffBase: 0.01, transport: makeTransport(transport))
         let answer = try await client.lookup("01001000").cep
         #expect(answer == "01001000")
       }
@@ -341,10 +374,12 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("health: ok, and degraded (503) arrives as a value without retries")
-  func health() async throws {
+  @Test(
+    "health: ok, and degraded (503) arrives as a value without retries",
+    arguments: Transport.availableKinds)
+  func health(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let client = fastClient(server)
+      let client = fastClient(server, transport)
       let ok = try await client.health()
       #expect(ok.ok)
       #expect(!ok.dne.isEmpty)

@@ -6,11 +6,13 @@ import Testing
 
 @Suite("Retry budget against CepisMock")
 struct RetryBudgetEndToEndTests {
-  @Test("an outage drains the budget and retries stop; recovery refills it and retries resume")
-  func outageThenRecovery() async throws {
+  @Test(
+    "an outage drains the budget and retries stop; recovery refills it and retries resume",
+    arguments: Transport.availableKinds)
+  func outageThenRecovery(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fastClient(
-        server, maxAttempts: 3,
+        server, transport, maxAttempts: 3,
         retryBudget: RetryBudget(capacity: 20, retryCost: 5, timeoutRetryCost: 10, successRefund: 1)
       )
       // The outage: exactly the seven failures the budget allows for, then the API is back.
@@ -37,10 +39,12 @@ struct RetryBudgetEndToEndTests {
     }
   }
 
-  @Test("with the budget disabled every call retries up to maxAttempts")
-  func disabled() async throws {
+  @Test(
+    "with the budget disabled every call retries up to maxAttempts",
+    arguments: Transport.availableKinds)
+  func disabled(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let client = fastClient(server, maxAttempts: 3, retryBudget: nil)
+      let client = fastClient(server, transport, maxAttempts: 3, retryBudget: nil)
       server.script(.cep, Array(repeating: .status(503), count: 30))
       for _ in 0..<10 {
         await #expect(throws: CepisError.self) { try await client.lookup("01001000") }

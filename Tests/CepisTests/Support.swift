@@ -11,9 +11,11 @@ func withMockServer<T>(
   try await MockServer.withServer(configuration, body)
 }
 
-/// A client pointed at `server` with fast backoff, so retry tests stay quick.
+/// A client pointed at `server` over `transport`, with fast backoff, so retry tests stay
+/// quick.
 func fastClient(
   _ server: MockServer,
+  _ transport: Transport.Kind,
   timeout: TimeInterval = 5,
   maxAttempts: Int = 3,
   backoffBase: TimeInterval = 0.01,
@@ -24,7 +26,15 @@ func fastClient(
   Client(
     baseURL: server.baseURL, timeout: timeout, maxAttempts: maxAttempts,
     backoffBase: backoffBase, backoffMax: backoffMax, totalTimeout: totalTimeout,
-    retryBudget: retryBudget)
+    transport: makeTransport(transport), retryBudget: retryBudget)
+}
+
+/// A new transport of `kind`; every kind in `Transport.availableKinds` exists in this build.
+func makeTransport(_ kind: Transport.Kind) -> Transport {
+  guard let transport = Transport.make(kind) else {
+    preconditionFailure("\(kind) is listed as available but cannot be made")
+  }
+  return transport
 }
 
 /// The requests the server logged on one route.
