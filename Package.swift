@@ -61,9 +61,12 @@ let package = Package(
       path: "Benchmarks/CepisBench"
     ),
     .testTarget(name: "CepisHTTPTests", dependencies: ["CepisHTTP"]),
-    .testTarget(name: "CepisTests", dependencies: ["Cepis", "CepisHTTP", "CepisMock"]),
+    .testTarget(
+      name: "CepisTests", dependencies: ["Cepis", "CepisHTTP", "CepisMock", asyncHTTPClient]),
     .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),
-    .testTarget(name: "CPFHubTests", dependencies: ["CPFHub", "CepisMock", "BrazilianDocuments"]),
+    .testTarget(
+      name: "CPFHubTests",
+      dependencies: ["CPFHub", "CepisMock", "BrazilianDocuments", asyncHTTPClient]),
     .testTarget(name: "CepisMockTests", dependencies: ["CepisMock"]),
     .testTarget(
       name: "CepisCLITests",

@@ -229,6 +229,8 @@ public struct CPFClient: Sendable {
     case .timedOut(let reason): return .timeout(reason: reason)
     case .bodyTooLarge(let limit):
       return .invalidResponse(reason: "response body larger than \(limit) bytes")
+    case .redirectLoop:
+      return .invalidResponse(reason: "the API's redirects go round in a loop")
     }
   }
 

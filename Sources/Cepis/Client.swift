@@ -247,6 +247,8 @@ public struct Client: Sendable {
       return .networkError(message: message)
     case .bodyTooLarge(let limit):
       return .invalidResponse("response body larger than \(limit) bytes")
+    case .redirectLoop:
+      return .invalidResponse("the API's redirects go round in a loop")
     }
   }
 

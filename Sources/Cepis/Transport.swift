@@ -53,15 +53,16 @@ public struct Transport: Sendable, CustomStringConvertible {
     TransportKind.available.compactMap { Kind(rawValue: $0.rawValue) }
   }
 
-  /// The transport clients use when none is given: ``asyncHTTPClient(_:)`` on
-  /// `HTTPClient.shared` in a build with the `AsyncHTTPClient` trait, otherwise
-  /// ``urlSession(_:)`` with the default configuration.
+  /// The transport clients use when none is given.
+  ///
+  /// In a build with the `AsyncHTTPClient` trait: AsyncHTTPClient, on an `HTTPClient` that
+  /// Cepis keeps for the whole process on SwiftNIO's shared event loops (the same threads as
+  /// `HTTPClient.shared`). Unlike `HTTPClient.shared`, that client fails an attempt at once
+  /// when a connection cannot be made ("connection refused", "host not found") rather than
+  /// retrying inside its pool until the deadline, so Cepis's own retry loop decides, as on
+  /// `URLSession`. Otherwise: ``urlSession(_:)`` with the default configuration.
   public static var `default`: Transport {
-    #if AsyncHTTPClient
-      .asyncHTTPClient()
-    #else
-      .urlSession()
-    #endif
+    make(Kind(rawValue: TransportKind.preferred.rawValue) ?? .urlSession) ?? .urlSession()
   }
 
   /// A transport of `kind` with its default settings, or `nil` when this build lacks it.
@@ -87,7 +88,10 @@ public struct Transport: Sendable, CustomStringConvertible {
     ///
     /// The client's redirect configuration does not apply: redirects are followed by Cepis,
     /// within the same origin only. Its connection pool, TLS, proxy and decompression settings
-    /// do.
+    /// do — among them `connectionPool.retryConnectionEstablishment`: when it is `true`
+    /// (AsyncHTTPClient's default, and `HTTPClient.shared`'s), a connection that cannot be made
+    /// is retried inside the client until the attempt's deadline and then reported as a
+    /// timeout, instead of failing at once.
     public static func asyncHTTPClient(_ client: HTTPClient = .shared) -> Transport {
       Transport(kind: .asyncHTTPClient, base: AsyncHTTPClientTransport(client: client))
     }

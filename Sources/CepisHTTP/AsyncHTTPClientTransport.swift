@@ -21,6 +21,23 @@
   /// reaches ``HTTPExecutor``, which applies the same-origin rule, whatever the client's
   /// configuration.
   package struct AsyncHTTPClientTransport: HTTPTransport {
+    /// The client behind `Transport.default` in a build with the trait: one per process, on
+    /// SwiftNIO's shared event loops, never shut down (as `HTTPClient.shared` is not).
+    ///
+    /// It differs from `HTTPClient.shared` where Cepis's contract needs it to: a connection that
+    /// cannot be made fails the attempt at once ("connection refused", "host not found")
+    /// instead of being retried inside the pool until the deadline, so the retry loop above
+    /// decides, as on every transport; and redirects are never followed by the client itself.
+    package static let cepisShared: HTTPClient = {
+      var configuration = HTTPClient.Configuration(
+        redirectConfiguration: .disallow,
+        timeout: .init(connect: .seconds(30)))
+      configuration.connectionPool.retryConnectionEstablishment = false
+      configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
+      return HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
     /// The client requests go through.
     package let client: HTTPClient
     private let owner: Owner?
@@ -108,6 +125,9 @@
         case .tlsHandshakeTimeout: return HTTPFailure.network("TLS handshake failed")
         case .readTimeout: return HTTPFailure.network("timed out")
         case .invalidURL, .emptyHost, .emptyScheme: return HTTPFailure.network("invalid URL")
+        // A caller's client that follows redirects checks for cycles before it hands the
+        // redirect back (a URL redirecting to itself).
+        case .redirectCycleDetected, .redirectLimitReached: return HTTPFailure.redirectLoop
         default: return HTTPFailure.network("connection failed")
         }
       }

@@ -88,6 +88,7 @@ package struct HTTPExecutor: Sendable {
         }
         wasTimeout = false
       } catch let error as HTTPFailure {
+        if error == .redirectLoop { throw error }
         if case .bodyTooLarge = error { throw error }
         failure = error
         if case .timedOut = error {
@@ -132,14 +133,16 @@ package struct HTTPExecutor: Sendable {
   /// Transports never follow redirects; this is the one place that does, for all of them.
   /// A redirect is followed only to the same scheme, host and port: a redirect must never move
   /// a request (and its headers, such as an API key) to another origin or to cleartext. Any
-  /// other 3xx is returned as it is, for the client module to report. The response's body is
+  /// other 3xx is returned as it is, for the client module to report; a redirect back to a URL
+  /// already visited, or more than ``maxRedirects`` of them, is ``HTTPFailure/redirectLoop``.
+  /// The response's body is
   /// also checked against its `Content-Length` here, whatever the transport reported.
   package func sendFollowingRedirects(
     _ request: HTTPRequest, timeout: TimeInterval
   ) async throws -> HTTPResponse {
     let attemptDeadline = monotonicSeconds() + timeout
     var current = request
-    var hops = 0
+    var visited: [URL] = [request.url]
     while true {
       let remaining = attemptDeadline - monotonicSeconds()
       guard remaining > 0 else { throw AttemptTimedOut(seconds: timeout) }
@@ -150,10 +153,13 @@ package struct HTTPExecutor: Sendable {
         throw AttemptTimedOut(seconds: timeout)
       }
       try Self.checkFraming(response)
-      guard hops < Self.maxRedirects, Self.isRedirect(response.status),
+      guard Self.isRedirect(response.status),
         let next = Self.sameOriginTarget(of: response, from: current.url)
       else { return response }
-      hops += 1
+      guard visited.count <= Self.maxRedirects, !visited.contains(next) else {
+        throw HTTPFailure.redirectLoop
+      }
+      visited.append(next)
       current.url = next
     }
   }

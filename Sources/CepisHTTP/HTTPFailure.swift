@@ -16,4 +16,6 @@ package enum HTTPFailure: Error, Sendable, Equatable {
   case timedOut(String)
   /// The body exceeded the size cap, which is never worth retrying.
   case bodyTooLarge(limit: Int)
+  /// Redirects went round in a circle or past ``HTTPExecutor/maxRedirects``; never retried.
+  case redirectLoop
 }

@@ -30,7 +30,7 @@ package enum TransportKind: String, Sendable, CaseIterable {
       return URLSessionTransport(configuration: .default)
     case .asyncHTTPClient:
       #if AsyncHTTPClient
-        return AsyncHTTPClientTransport(client: .shared)
+        return AsyncHTTPClientTransport(client: AsyncHTTPClientTransport.cepisShared)
       #else
         return nil
       #endif

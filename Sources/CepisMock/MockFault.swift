@@ -68,6 +68,9 @@ public enum MockFault: Sendable, Hashable {
   case csvExtraRows
   /// CSV only: end lines with CRLF instead of LF.
   case csvCRLF
+  /// Answer with a redirect: `status` (301, 302, 303, 307 or 308) and `Location: location`
+  /// (absolute, or relative to the request), with an empty body.
+  case redirect(status: Int = 302, location: String)
   /// No fault: answer normally (useful as a placeholder in a script).
   case normal
 
@@ -96,6 +99,7 @@ public enum MockFault: Sendable, Hashable {
     case .csvColumnsShuffled: return "csvColumnsShuffled"
     case .csvExtraRows: return "csvExtraRows"
     case .csvCRLF: return "csvCRLF"
+    case .redirect(let status, _): return "redirect(\(status))"
     case .normal: return "normal"
     }
   }
@@ -148,6 +152,7 @@ extension MockServer {
   /// | `invalid-utf8` | ``MockFault/invalidUTF8`` |
   /// | `success-false` | ``MockFault/successFalse`` |
   /// | `csv-bom`, `csv-reordered`, `csv-omit-missing`, `csv-duplicated`, `csv-masked`, `csv-shuffled`, `csv-extra`, `csv-crlf` | the CSV faults |
+  /// | `redirect=LOCATION` (302), `redirect301=LOCATION` … `redirect308=LOCATION` | ``MockFault/redirect(status:location:)`` |
   /// | `normal`, `ok` | ``MockFault/normal`` |
   ///
   /// Example: `503*2,429:retry-after=1,truncated,csv-bom` gives five faults.
@@ -234,6 +239,11 @@ extension MockServer {
     case "csvshuffled", "csvcolumnsshuffled": return .csvColumnsShuffled
     case "csvextra", "csvextrarows": return .csvExtraRows
     case "csvcrlf": return .csvCRLF
+    case "redirect", "redirect301", "redirect302", "redirect303", "redirect307", "redirect308":
+      guard let location = value, !location.isEmpty else {
+        throw MockFaultSpecError(description: "\(rawName) needs a location: \(rawName)=URL")
+      }
+      return .redirect(status: Int(name.dropFirst("redirect".count)) ?? 302, location: location)
     case "normal", "ok": return .normal
     default:
       throw MockFaultSpecError(description: "unknown fault '\(rawName)'")

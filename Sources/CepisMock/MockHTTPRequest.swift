@@ -99,6 +99,11 @@ public struct MockHTTPRequest: Sendable, Hashable {
       start += 1
       if start > 64 { return .invalid(status: 400, reason: "leading empty lines") }
     }
+    // A first byte that cannot start a method is not HTTP (a TLS ClientHello starts with 0x16):
+    // answer at once, as real servers do, instead of waiting for a head that never ends.
+    if start < count && !isTokenByte(buffer[start]) {
+      return .invalid(status: 400, reason: "not an HTTP request")
+    }
     // Find the lines of the head.
     var lines: [Range<Int>] = []
     var lineStart = start

@@ -363,6 +363,12 @@ extension ServerCore {
       }
       response.headers.removeAll { $0.0 == "Allow" }
       if let retryAfter { response.headers.append(("Retry-After", retryAfter)) }
+    case .redirect(let status, let location):
+      response.status = status
+      response.contentType = "text/plain; charset=utf-8"
+      response.body = .bytes([])
+      response.headers.removeAll { $0.0 == "Allow" }
+      response.headers.append(("Location", location))
     case .delayHeaders(let seconds):
       response.delay += max(0, seconds)
     case .dribble(let gap):

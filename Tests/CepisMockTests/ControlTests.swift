@@ -5,6 +5,17 @@ import Testing
 
 extension MockTests {
   @Suite struct ControlTests {
+    @Test func parseRedirectFaults() throws {
+      let faults = try MockServer.parseFaults(
+        #"redirect=/moved/01001000,redirect308="http://localhost:8080/x""#)
+      #expect(
+        faults == [
+          .redirect(status: 302, location: "/moved/01001000"),
+          .redirect(status: 308, location: "http://localhost:8080/x"),
+        ])
+      #expect(throws: MockFaultSpecError.self) { try MockServer.parseFaults("redirect") }
+    }
+
     @Test func parseFaultsSpec() throws {
       let faults = try MockServer.parseFaults(
         "503*2, 429:retry-after=2,truncated,reset,reset-after,html,dribble=0.05,delay=0.3,csv-bom")

@@ -25,6 +25,13 @@ extension MockTests {
       #expect(request.keepAlive)
     }
 
+    @Test func aTLSClientHelloIsRefusedAtOnce() {
+      // The first bytes of a TLS 1.2/1.3 ClientHello record, far short of any head.
+      let hello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03]
+      #expect(MockHTTPRequest.parse(hello) == .invalid(status: 400, reason: "not an HTTP request"))
+      #expect(parse("GET /") == .incomplete)
+    }
+
     @Test func incrementalAndPipelined() {
       let text = "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\n"
       let bytes = Array(text.utf8)
