@@ -26,7 +26,8 @@ enum CPFLookupCommand {
       timeout: try context.number("timeout") ?? 10,
       maxAttempts: try context.integer("attempts", range: 1...100) ?? 3,
       totalTimeout: try context.number("total-timeout") ?? 30,
-      userAgent: "cepis-cli/\(CepisTool.version)")
+      userAgent: "cepis-cli/\(CepisTool.version)",
+      transport: try context.cpfTransport())
     let console = context.console
     let person: Person
     do {
@@ -67,5 +68,15 @@ enum CPFLookupCommand {
       ])
     writer.end()
     return .success
+  }
+}
+
+extension Context {
+  /// The CPFHub client's transport: the one `--transport` names (checked by ``transport()``),
+  /// or the build's default.
+  func cpfTransport() throws(UsageError) -> CPFClient.Transport {
+    _ = try transport()
+    guard let name = transportName() else { return .default }
+    return CPFClient.Transport.named(name) ?? .default
   }
 }

@@ -35,7 +35,8 @@ public enum CepisTool {
     }
     switch outcome {
     case .version:
-      console.out("cepis \(version)\n")
+      let transports = Transport.availableKinds.map(\.rawValue).joined(separator: ", ")
+      console.out("cepis \(version)\ntransports: \(transports) (default \(Transport.default))\n")
       return .success
     case .help(let path):
       console.out(Commands.help(for: path))
@@ -43,7 +44,11 @@ public enum CepisTool {
     case .run(let parsed):
       let context = Context(parsed: parsed, environment: environment, console: console)
       do {
-        return try await dispatch(context)
+        let status = try await dispatch(context)
+        if console.sawNetworkFailure && parsed.path != ["mock"] {
+          console.note(offlineHint)
+        }
+        return status
       } catch let error as UsageError {
         return usage(error, console: console)
       } catch {
@@ -52,6 +57,11 @@ public enum CepisTool {
       }
     }
   }
+
+  /// The one line added when an API could not be reached: the way to work without internet.
+  static let offlineHint =
+    "hint: no internet? 'cepis mock' serves sample data offline; run it, then pass the URL it "
+    + "prints as --base-url (or CEPIS_BASE_URL)"
 
   static func usage(_ error: UsageError, console: Console) -> ToolStatus {
     console.error(error.message)
@@ -163,6 +173,29 @@ struct Context: Sendable {
     let total = try number("total-timeout")
     return Client(
       baseURL: baseURL, timeout: timeout, maxAttempts: attempts, totalTimeout: total,
-      userAgent: "cepis-cli/\(CepisTool.version) (+https://cep.is)")
+      userAgent: "cepis-cli/\(CepisTool.version) (+https://cep.is)", transport: try transport())
+  }
+
+  /// `--transport` (env `CEPIS_TRANSPORT`), or the build's default; a usage error for a
+  /// transport this build does not have.
+  func transport() throws(UsageError) -> Transport {
+    guard let name = transportName() else { return .default }
+    guard let kind = Transport.Kind(rawValue: name) else {
+      throw UsageError(
+        message: "unknown transport '\(name)' (expected urlsession or async-http-client)",
+        path: path)
+    }
+    guard let transport = Transport.make(kind) else {
+      throw UsageError(
+        message:
+          "this cepis was built without the \(name) transport (build it with --traits AsyncHTTPClient)",
+        path: path)
+    }
+    return transport
+  }
+
+  /// The transport named by `--transport` or `CEPIS_TRANSPORT`, if any.
+  func transportName() -> String? {
+    parsed.value("transport") ?? environment["CEPIS_TRANSPORT"].flatMap { $0.isEmpty ? nil : $0 }
   }
 }

@@ -8,6 +8,9 @@ enum Commands {
     .value("timeout", "SECONDS", "deadline of each HTTP attempt (default 10)"),
     .value("attempts", "N", "attempts per request, the first included (default 3)"),
     .value("total-timeout", "SECONDS", "deadline of a whole request, retries included"),
+    .value(
+      "transport", "NAME",
+      "urlsession or async-http-client (env CEPIS_TRANSPORT; default: the build's best)"),
     .flag("help", short: "h", "show help for the command"),
     .flag("version", "show the version"),
   ]

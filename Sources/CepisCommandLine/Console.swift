@@ -17,6 +17,7 @@ final class Console: @unchecked Sendable {
   private let lock = NSLock()
   private var outBuffer: [UInt8] = []
   private var errBuffer: [UInt8] = []
+  private var networkFailures = 0
   private let capturing: Bool
   /// Whether stdout is a terminal.
   let stdoutIsTTY: Bool
@@ -79,6 +80,22 @@ final class Console: @unchecked Sendable {
   func error(_ message: String) {
     let label = stderrColor ? "\u{1B}[31merror:\u{1B}[0m" : "error:"
     err("cepis: \(label) \(message)\n")
+    if message.hasPrefix("network error") { noteNetworkFailure() }
+  }
+
+  /// Records that an API could not be reached (reported however the output format shows it).
+  func noteNetworkFailure() {
+    withLock { networkFailures += 1 }
+  }
+
+  /// Records a network failure when `status` is one.
+  func note(_ status: CEPStatus) {
+    if status == .error(kind: "network_error") { noteNetworkFailure() }
+  }
+
+  /// Whether any API could not be reached during this run.
+  var sawNetworkFailure: Bool {
+    withLock { networkFailures > 0 }
   }
 
   /// `cepis: <message>` on stderr.

@@ -50,6 +50,7 @@ enum LookupCommand {
     var writer = RecordWriter(format: format, console: console, csvHeader: CEPResult.csvHeader)
     writer.begin()
     for case let result? in results {
+      console.note(result.status)
       if format == .text && result.status != .ok {
         console.error(result.message ?? result.status.label)
         continue
@@ -107,6 +108,7 @@ enum BatchCommand {
       for (line, resolution) in zip(window, outcome.results) {
         let result = CEPResult(input: line, resolution: resolution)
         statuses.append(result.status)
+        console.note(result.status)
         writer.write(
           text: result.textLine(bold: console.stdoutColor), json: result.json,
           csv: result.csvFields)

@@ -13,7 +13,48 @@ struct EndToEndTests {
   @Test func version() async throws {
     let result = try await CLI.run(["--version"])
     #expect(result.status == 0)
-    #expect(result.out == "cepis 0.1.0\n")
+    let transports = cliTransports.joined(separator: ", ")
+    #expect(
+      result.out == "cepis 0.1.0\ntransports: \(transports) (default \(cliTransports[0]))\n")
+  }
+
+  @Test func transportOption() async throws {
+    let unknown = try await CLI.run(["lookup", "--transport", "carrier-pigeon", "01001000"])
+    #expect(unknown.status == 2)
+    #expect(unknown.err.contains("unknown transport 'carrier-pigeon'"))
+    if !cliTransports.contains("async-http-client") {
+      for arguments in [
+        ["lookup", "--transport", "async-http-client", "01001000"],
+        ["cpf", "lookup", "--transport", "async-http-client", "39053344705"],
+      ] {
+        let missing = try await CLI.run(arguments)
+        #expect(missing.status == 2)
+        #expect(missing.err.contains("built without the async-http-client transport"))
+      }
+    }
+  }
+
+  @Test(arguments: cliTransports) func unreachableAPIGetsOneOfflineHint(transport: String)
+    async throws
+  {
+    try await CLI.$transport.withValue(transport) {
+      // `.invalid` never resolves (RFC 2606), online or not: as on a machine without internet.
+      let result = try await CLI.run(
+        ["lookup", "--base-url", "http://cepis-test.invalid", "--attempts", "1", "01001-000"])
+      #expect(result.status == 3)
+      let lines = result.err.split(separator: "\n")
+      #expect(lines.count == 2, "\(result.err)")
+      #expect(lines.first == "cepis: error: network error: host not found")
+      #expect(lines.last?.hasPrefix("cepis: hint: no internet? 'cepis mock'") == true)
+      #expect(lines.last?.contains("--base-url") == true)
+      // A CEP that is simply not found is no reason for the hint.
+      try await withMock { server in
+        let missing = try await CLI.run(
+          ["lookup", "--base-url", server.baseURL.absoluteString, "10000009"])
+        #expect(missing.status == 1)
+        #expect(!missing.err.contains("hint"))
+      }
+    }
   }
 
   @Test(arguments: [
@@ -53,132 +94,146 @@ struct EndToEndTests {
     #expect(format.status == 2)
   }
 
-  @Test func lookupInEveryFormat() async throws {
-    try await withMock { server in
-      let url = server.baseURL.absoluteString
-      let sample = server.dataset.address(for: "01001000")!
-      let text = try await CLI.run(["lookup", "--base-url", url, "01001-000"])
-      #expect(text.status == 0)
-      #expect(text.out.hasPrefix("01001-000  \(sample.logradouro)"))
-      #expect(!text.out.contains("\u{1B}["))  // no colour when not a terminal
+  @Test(arguments: cliTransports) func lookupInEveryFormat(transport: String) async throws {
+    try await CLI.$transport.withValue(transport) {
+      try await withMock { server in
+        let url = server.baseURL.absoluteString
+        let sample = server.dataset.address(for: "01001000")!
+        let text = try await CLI.run(["lookup", "--base-url", url, "01001-000"])
+        #expect(text.status == 0)
+        #expect(text.out.hasPrefix("01001-000  \(sample.logradouro)"))
+        #expect(!text.out.contains("\u{1B}["))  // no colour when not a terminal
 
-      let mixed = try await CLI.run(["lookup", "--base-url", url, "01001000", "10000009", "abc"])
-      #expect(mixed.status == 1)
-      #expect(mixed.outLines.count == 2)  // one address and the final newline
-      #expect(mixed.err.contains("CEP 10000-009 not found"))
-      #expect(mixed.err.contains("invalid CEP 'abc'"))
+        let mixed = try await CLI.run(["lookup", "--base-url", url, "01001000", "10000009", "abc"])
+        #expect(mixed.status == 1)
+        #expect(mixed.outLines.count == 2)  // one address and the final newline
+        #expect(mixed.err.contains("CEP 10000-009 not found"))
+        #expect(mixed.err.contains("invalid CEP 'abc'"))
 
-      let json = try await CLI.run([
-        "lookup", "--base-url=\(url)", "--format", "json", "01001000", "10000009",
-      ])
-      #expect(json.status == 1)
-      let array = try JSONSerialization.jsonObject(with: json.stdout) as? [[String: Any]]
-      #expect(array?.count == 2)
-      #expect(array?[0]["status"] as? String == "ok")
-      #expect(array?[0]["localidade"] as? String == sample.localidade)
-      #expect(array?[1]["status"] as? String == "not_found")
-
-      let ndjson = try await CLI.run([
-        "lookup", "--base-url", url, "--format", "ndjson", "01001000", "abc",
-      ])
-      #expect(ndjson.status == 1)
-      let lines = ndjson.out.split(separator: "\n")
-      #expect(lines.count == 2)
-      for line in lines {
-        #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil)
-      }
-      #expect(lines[1].contains("\"status\":\"invalid\""))
-
-      let csv = try await CLI.run(["lookup", "--base-url", url, "--format", "csv", "01001000"])
-      #expect(csv.status == 0)
-      #expect(csv.out.hasPrefix("input,cep,status,logradouro,"))
-      #expect(csv.out.contains("\r\n01001000,01001000,ok,"))
-      #expect(csv.stdout.prefix(3) != Data([0xEF, 0xBB, 0xBF]))
-    }
-  }
-
-  @Test func unreachableAPIExitsWith3() async throws {
-    // Port 1 (tcpmux) has no listener: a stopped mock's port could be reused at once by a
-    // server that another test starts in parallel.
-    let url = "http://127.0.0.1:1"
-    let lookup = try await CLI.run(["lookup", "--base-url", url, "--attempts", "2", "01001000"])
-    #expect(lookup.status == 3)
-    #expect(lookup.err.contains("network error"))
-    let health = try await CLI.run(["health", "--attempts", "1"], env: ["CEPIS_BASE_URL": url])
-    #expect(health.status == 3)
-    let batch = try await CLI.run(
-      ["batch", "--base-url", url, "--attempts", "1", "--format", "csv"],
-      stdin: Data("01001000\nabc\n".utf8))
-    #expect(batch.status == 3)
-    #expect(batch.out.contains("01001000,01001000,error: network_error"))
-    #expect(batch.out.contains("abc,,invalid"))
-  }
-
-  @Test func serverErrorsAfterRetriesExitWith3() async throws {
-    try await withMock { server in
-      server.setMode(.cep, [.status(503)])
-      let result = try await CLI.run([
-        "lookup", "--base-url", server.baseURL.absoluteString, "--attempts", "2", "01001000",
-      ])
-      #expect(result.status == 3)
-      #expect(result.err.contains("server error 503"))
-      #expect(server.requests.filter { $0.path.hasSuffix("01001000") }.count == 2)
-    }
-  }
-
-  @Test func batchKeepsOrderAndUsesTheBatchEndpoint() async throws {
-    try await withMock { server in
-      let input = "10000001\n01001-000\n\nabc\n10000009\n10000001\n"
-      let ndjson = try await CLI.run(
-        ["batch", "--base-url", server.baseURL.absoluteString, "--format", "ndjson"],
-        stdin: Data(input.utf8))
-      #expect(ndjson.status == 1)
-      let statuses = ndjson.out.split(separator: "\n").map { line -> String in
-        let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-        return (object?["input"] as? String ?? "?") + "=" + (object?["status"] as? String ?? "?")
-      }
-      #expect(
-        statuses == [
-          "10000001=ok", "01001-000=ok", "=invalid", "abc=invalid", "10000009=not_found",
-          "10000001=ok",
+        let json = try await CLI.run([
+          "lookup", "--base-url=\(url)", "--format", "json", "01001000", "10000009",
         ])
-      #expect(server.requests.filter { $0.path.hasSuffix("/csv") }.count == 1)
-      #expect(server.requests.filter { !$0.path.hasSuffix("/csv") }.isEmpty)
+        #expect(json.status == 1)
+        let array = try JSONSerialization.jsonObject(with: json.stdout) as? [[String: Any]]
+        #expect(array?.count == 2)
+        #expect(array?[0]["status"] as? String == "ok")
+        #expect(array?[0]["localidade"] as? String == sample.localidade)
+        #expect(array?[1]["status"] as? String == "not_found")
 
-      let directory = try temporaryDirectory()
-      defer { try? FileManager.default.removeItem(at: directory) }
-      let file = directory.appendingPathComponent("ceps.txt")
-      try Data("01001000\r\n10000001".utf8).write(to: file)
-      let text = try await CLI.run([
-        "batch", "--base-url", server.baseURL.absoluteString, file.path,
-      ])
-      #expect(text.status == 0)
-      #expect(text.outLines.count == 3)
-      #expect(text.outLines[0].hasPrefix("01001-000  "))
-      #expect(text.outLines[1].hasPrefix("10000-001  Rua Sintética"))
+        let ndjson = try await CLI.run([
+          "lookup", "--base-url", url, "--format", "ndjson", "01001000", "abc",
+        ])
+        #expect(ndjson.status == 1)
+        let lines = ndjson.out.split(separator: "\n")
+        #expect(lines.count == 2)
+        for line in lines {
+          #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil)
+        }
+        #expect(lines[1].contains("\"status\":\"invalid\""))
 
-      let json = try await CLI.run(
-        ["batch", "--base-url", server.baseURL.absoluteString, "--format", "json", "-"],
-        stdin: Data())
-      #expect(json.status == 0)
-      #expect(json.out == "[]\n")
+        let csv = try await CLI.run(["lookup", "--base-url", url, "--format", "csv", "01001000"])
+        #expect(csv.status == 0)
+        #expect(csv.out.hasPrefix("input,cep,status,logradouro,"))
+        #expect(csv.out.contains("\r\n01001000,01001000,ok,"))
+        #expect(csv.stdout.prefix(3) != Data([0xEF, 0xBB, 0xBF]))
+      }
     }
   }
 
-  @Test func healthStatuses() async throws {
-    try await withMock { server in
-      let url = server.baseURL.absoluteString
-      let ok = try await CLI.run(["health", "--base-url", url])
-      #expect(ok.status == 0)
-      #expect(ok.out.hasPrefix("ok  DNE "))
-      let json = try await CLI.run(["health", "--format", "json"], env: ["CEPIS_BASE_URL": url])
-      #expect(json.status == 0)
-      let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
-      #expect(object?["ok"] as? Bool == true)
-      server.setDegraded(true)
-      let degraded = try await CLI.run(["health", "--base-url", url, "--format", "csv"])
-      #expect(degraded.status == 1)
-      #expect(degraded.out.hasPrefix("ok,status,dne,ceps,base_gerada_em,base_url\r\nfalse,"))
+  @Test(arguments: cliTransports) func unreachableAPIExitsWith3(transport: String) async throws {
+    try await CLI.$transport.withValue(transport) {
+      // Port 1 (tcpmux) has no listener: a stopped mock's port could be reused at once by a
+      // server that another test starts in parallel.
+      let url = "http://127.0.0.1:1"
+      let lookup = try await CLI.run(["lookup", "--base-url", url, "--attempts", "2", "01001000"])
+      #expect(lookup.status == 3)
+      #expect(lookup.err.contains("network error"))
+      let health = try await CLI.run(["health", "--attempts", "1"], env: ["CEPIS_BASE_URL": url])
+      #expect(health.status == 3)
+      let batch = try await CLI.run(
+        ["batch", "--base-url", url, "--attempts", "1", "--format", "csv"],
+        stdin: Data("01001000\nabc\n".utf8))
+      #expect(batch.status == 3)
+      #expect(batch.out.contains("01001000,01001000,error: network_error"))
+      #expect(batch.out.contains("abc,,invalid"))
+    }
+  }
+
+  @Test(arguments: cliTransports) func serverErrorsAfterRetriesExitWith3(transport: String)
+    async throws
+  {
+    try await CLI.$transport.withValue(transport) {
+      try await withMock { server in
+        server.setMode(.cep, [.status(503)])
+        let result = try await CLI.run([
+          "lookup", "--base-url", server.baseURL.absoluteString, "--attempts", "2", "01001000",
+        ])
+        #expect(result.status == 3)
+        #expect(result.err.contains("server error 503"))
+        #expect(server.requests.filter { $0.path.hasSuffix("01001000") }.count == 2)
+      }
+    }
+  }
+
+  @Test(arguments: cliTransports) func batchKeepsOrderAndUsesTheBatchEndpoint(transport: String)
+    async throws
+  {
+    try await CLI.$transport.withValue(transport) {
+      try await withMock { server in
+        let input = "10000001\n01001-000\n\nabc\n10000009\n10000001\n"
+        let ndjson = try await CLI.run(
+          ["batch", "--base-url", server.baseURL.absoluteString, "--format", "ndjson"],
+          stdin: Data(input.utf8))
+        #expect(ndjson.status == 1)
+        let statuses = ndjson.out.split(separator: "\n").map { line -> String in
+          let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+          return (object?["input"] as? String ?? "?") + "=" + (object?["status"] as? String ?? "?")
+        }
+        #expect(
+          statuses == [
+            "10000001=ok", "01001-000=ok", "=invalid", "abc=invalid", "10000009=not_found",
+            "10000001=ok",
+          ])
+        #expect(server.requests.filter { $0.path.hasSuffix("/csv") }.count == 1)
+        #expect(server.requests.filter { !$0.path.hasSuffix("/csv") }.isEmpty)
+
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("ceps.txt")
+        try Data("01001000\r\n10000001".utf8).write(to: file)
+        let text = try await CLI.run([
+          "batch", "--base-url", server.baseURL.absoluteString, file.path,
+        ])
+        #expect(text.status == 0)
+        #expect(text.outLines.count == 3)
+        #expect(text.outLines[0].hasPrefix("01001-000  "))
+        #expect(text.outLines[1].hasPrefix("10000-001  Rua Sintética"))
+
+        let json = try await CLI.run(
+          ["batch", "--base-url", server.baseURL.absoluteString, "--format", "json", "-"],
+          stdin: Data())
+        #expect(json.status == 0)
+        #expect(json.out == "[]\n")
+      }
+    }
+  }
+
+  @Test(arguments: cliTransports) func healthStatuses(transport: String) async throws {
+    try await CLI.$transport.withValue(transport) {
+      try await withMock { server in
+        let url = server.baseURL.absoluteString
+        let ok = try await CLI.run(["health", "--base-url", url])
+        #expect(ok.status == 0)
+        #expect(ok.out.hasPrefix("ok  DNE "))
+        let json = try await CLI.run(["health", "--format", "json"], env: ["CEPIS_BASE_URL": url])
+        #expect(json.status == 0)
+        let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
+        #expect(object?["ok"] as? Bool == true)
+        server.setDegraded(true)
+        let degraded = try await CLI.run(["health", "--base-url", url, "--format", "csv"])
+        #expect(degraded.status == 1)
+        #expect(degraded.out.hasPrefix("ok,status,dne,ceps,base_gerada_em,base_url\r\nfalse,"))
+      }
     }
   }
 
@@ -210,41 +265,43 @@ struct EndToEndTests {
     #expect(badCNPJ.err.contains("CNPJ"))
   }
 
-  @Test func cpfLookupThroughCPFHub() async throws {
-    let configuration = MockServer.Configuration(cpfAPIKeys: ["right-key"])
-    try await withMock(configuration) { server in
-      let url = server.baseURL.absoluteString
-      let person = try #require(server.dataset.people.first)
-      let ok = try await CLI.run(
-        ["cpf", "lookup", "--cpfhub-url", url, person.cpf],
-        env: ["CPFHUB_API_KEY": "right-key"])
-      #expect(ok.status == 0)
-      #expect(ok.out.contains(person.name))
-      #expect(ok.out.contains(person.cpf.prefix(3) + "." + person.cpf.dropFirst(3).prefix(3)))
-      let json = try await CLI.run(
-        ["cpf", "lookup", "--format", "json", person.cpf],
-        env: ["CPFHUB_API_KEY": "right-key", "CPFHUB_BASE_URL": url])
-      #expect(json.status == 0)
-      let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
-      #expect(object?["cpf"] as? String == person.cpf)
-      #expect(object?["name"] as? String == person.name)
+  @Test(arguments: cliTransports) func cpfLookupThroughCPFHub(transport: String) async throws {
+    try await CLI.$transport.withValue(transport) {
+      let configuration = MockServer.Configuration(cpfAPIKeys: ["right-key"])
+      try await withMock(configuration) { server in
+        let url = server.baseURL.absoluteString
+        let person = try #require(server.dataset.people.first)
+        let ok = try await CLI.run(
+          ["cpf", "lookup", "--cpfhub-url", url, person.cpf],
+          env: ["CPFHUB_API_KEY": "right-key"])
+        #expect(ok.status == 0)
+        #expect(ok.out.contains(person.name))
+        #expect(ok.out.contains(person.cpf.prefix(3) + "." + person.cpf.dropFirst(3).prefix(3)))
+        let json = try await CLI.run(
+          ["cpf", "lookup", "--format", "json", person.cpf],
+          env: ["CPFHUB_API_KEY": "right-key", "CPFHUB_BASE_URL": url])
+        #expect(json.status == 0)
+        let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
+        #expect(object?["cpf"] as? String == person.cpf)
+        #expect(object?["name"] as? String == person.name)
 
-      let secret = "very-secret-key-4242"
-      let rejected = try await CLI.run(
-        ["cpf", "lookup", "--cpfhub-url", url, person.cpf], env: ["CPFHUB_API_KEY": secret])
-      #expect(rejected.status == 2)
-      #expect(!rejected.err.contains(secret))
-      #expect(!rejected.out.contains(secret))
-      #expect(rejected.err.contains("rejected the API key"))
+        let secret = "very-secret-key-4242"
+        let rejected = try await CLI.run(
+          ["cpf", "lookup", "--cpfhub-url", url, person.cpf], env: ["CPFHUB_API_KEY": secret])
+        #expect(rejected.status == 2)
+        #expect(!rejected.err.contains(secret))
+        #expect(!rejected.out.contains(secret))
+        #expect(rejected.err.contains("rejected the API key"))
 
-      let missing = try await CLI.run(["cpf", "lookup", "--cpfhub-url", url, person.cpf])
-      #expect(missing.status == 2)
-      #expect(missing.err.contains("CPFHUB_API_KEY"))
+        let missing = try await CLI.run(["cpf", "lookup", "--cpfhub-url", url, person.cpf])
+        #expect(missing.status == 2)
+        #expect(missing.err.contains("CPFHUB_API_KEY"))
 
-      let invalid = try await CLI.run(
-        ["cpf", "lookup", "--cpfhub-url", url, "123"], env: ["CPFHUB_API_KEY": "right-key"])
-      #expect(invalid.status == 1)
-      #expect(server.requests.filter { $0.path.contains("/cpf/") }.count == 3)
+        let invalid = try await CLI.run(
+          ["cpf", "lookup", "--cpfhub-url", url, "123"], env: ["CPFHUB_API_KEY": "right-key"])
+        #expect(invalid.status == 1)
+        #expect(server.requests.filter { $0.path.contains("/cpf/") }.count == 3)
+      }
     }
   }
 

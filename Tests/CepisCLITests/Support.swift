@@ -1,3 +1,4 @@
+import Cepis
 import CepisMock
 import Foundation
 import Testing
@@ -66,8 +67,13 @@ enum CLI {
     return binary
   }
 
+  /// The transport the binary is told to use (`CEPIS_TRANSPORT`) in the current test; `nil`
+  /// leaves the build's default.
+  @TaskLocal static var transport: String?
+
   static func environment(_ extra: [String: String]) -> [String: String] {
     var env = ProcessInfo.processInfo.environment
+    env["CEPIS_TRANSPORT"] = transport
     env["CEPIS_BASE_URL"] = nil
     env["CPFHUB_API_KEY"] = nil
     env["CPFHUB_BASE_URL"] = nil
@@ -111,6 +117,9 @@ enum CLI {
     return try await running.wait(timeout: timeout)
   }
 }
+
+/// Every transport the `cepis` binary of this build has: network tests run once over each.
+let cliTransports = Transport.availableKinds.map(\.rawValue)
 
 /// A started `cepis` process.
 struct Running {
