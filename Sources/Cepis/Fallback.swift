@@ -246,7 +246,8 @@ struct BrasilAPIAnswer: Decodable {
   /// usable point (`{}`, empty strings, `null`, text that is not a number, out of range).
   private static func point(in container: KeyedDecodingContainer<AnyKey>) -> Geo? {
     guard
-      let location = try? container.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey("location")),
+      let location = try? container.nestedContainer(
+        keyedBy: AnyKey.self, forKey: AnyKey("location")),
       let coordinates = try? location.nestedContainer(
         keyedBy: AnyKey.self, forKey: AnyKey("coordinates")),
       let lat = coordinate(coordinates, "latitude"), let lon = coordinate(coordinates, "longitude"),
