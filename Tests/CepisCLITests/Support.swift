@@ -69,6 +69,7 @@ enum CLI {
   static func environment(_ extra: [String: String]) -> [String: String] {
     var env = ProcessInfo.processInfo.environment
     env["CEPIS_BASE_URL"] = nil
+    env["CEPIS_FALLBACK"] = nil
     env["CPFHUB_API_KEY"] = nil
     env["CPFHUB_BASE_URL"] = nil
     env["NO_COLOR"] = nil
