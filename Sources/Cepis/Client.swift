@@ -86,8 +86,8 @@ public struct Client: Sendable {
   ///   - fallbacks: public services asked, in order, when cep.is ends without an answer
   ///     (see ``Fallback``); never after "not found", never by ``lookupMany(_:)``.
   ///   - hedgeAfter: seconds after which, cep.is not having answered yet, the first fallback
-  ///     is asked in parallel and the first definitive answer wins; `nil` for no hedging.
-  ///     Negative values count as 0.
+  ///     is asked in parallel and the first definitive answer wins; `nil` (or NaN) for no
+  ///     hedging. Negative values count as 0.
   public init(
     baseURL: URL = Client.defaultBaseURL,
     timeout: TimeInterval = 10,
@@ -137,7 +137,11 @@ public struct Client: Sendable {
     self.userAgent = userAgent
     self.retryBudget = retryBudget
     self.fallbacks = fallbacks
-    self.hedgeAfter = hedgeAfter.map { $0.isFinite ? max(0, $0) : ($0 > 0 ? 86_400 : 0) }
+    // Negative delays hedge at once; an infinite one never hedges in practice; NaN is none.
+    self.hedgeAfter = hedgeAfter.flatMap { delay -> TimeInterval? in
+      if delay.isNaN { return nil }
+      return delay.isFinite ? max(0, delay) : (delay > 0 ? 86_400 : 0)
+    }
   }
 
   /// Looks up one CEP.

@@ -201,6 +201,8 @@ struct FallbackDecodingTests {
     #expect(client.fallbacks.map(\.source) == [.viaCEP, .brasilAPI])
     #expect(client.hedgeAfter == 0)
     #expect(Client(hedgeAfter: 0.25).hedgeAfter == 0.25)
+    #expect(Client(hedgeAfter: .nan).hedgeAfter == nil)
+    #expect(Client(hedgeAfter: .infinity).hedgeAfter == 86_400)
   }
 
   // MARK: Address.source
