@@ -11,6 +11,7 @@ let asyncHTTPClient: Target.Dependency = .product(
 /// AsyncHTTPClient's closure; nothing more is fetched).
 let nioForTransport: [Target.Dependency] = [
   .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+  .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
   .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
   .product(
     name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["AsyncHTTPClient"])),

@@ -29,6 +29,7 @@ let usage = """
     gen-docs DIR [--count N]                  DIR/cpf.txt, DIR/cnpj.txt (mixed valid/invalid)
     documents DIR [--iterations N]            ns per CPF.isValid / CNPJ.isValid call
     gen-enrich FILE --rows N                  an input for `cepis enrich`
+    hedge --lookups N [--hedge-after S]       lookup p50/p99 with cep.is 10 % slow (in-process mock)
   """
 
 let argv = CommandLine.arguments
@@ -335,6 +336,9 @@ case "gen-enrich":
   let distinct = generateEnrichCSV(path: path, rows: rows)
   report("rows", rows)
   report("distinct_valid", distinct)
+
+case "hedge":
+  await hedgeBenchmark(args)
 
 default:
   fail(usage)

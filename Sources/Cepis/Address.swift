@@ -3,7 +3,11 @@ import Foundation
 /// A Brazilian postal address, as the Correios DNE has it for one CEP.
 ///
 /// Every text field is a `String`, `""` when the database has nothing for it (a CEP that
-/// covers a whole town has no `logradouro`), never `nil`.
+/// covers a whole town has no `logradouro`), never `nil`. ``source`` says which service
+/// answered: cep.is, or a public fallback (``Fallback``) when cep.is could not.
+///
+/// Two addresses are equal when every field is, ``source`` included: the same street from
+/// cep.is and from ViaCEP are different answers (one has DNE coordinates, the other none).
 public struct Address: Sendable, Hashable, Codable {
   /// The CEP, 8 digits, never masked (`"01310100"`).
   public var cep: String
@@ -20,13 +24,18 @@ public struct Address: Sendable, Hashable, Codable {
   /// The IBGE code of the municipality (`"3550308"`).
   public var ibge: String
   /// Coordinates, when the API has them. Always `nil` from ``Client/lookupMany(_:)``: the
-  /// batch endpoint does not carry them.
+  /// batch endpoint does not carry them. From ViaCEP always `nil`; from BrasilAPI, when it
+  /// has a point, with an unknown precision (``Geo/isPrecise`` is `false`, ``Geo/raioM`` 0).
   public var geo: Geo?
+  /// The service that answered: ``AddressSource/cepis`` for every cep.is answer (single and
+  /// batch), otherwise the fallback that stepped in.
+  public var source: AddressSource
 
   /// Creates an address.
   public init(
     cep: String, logradouro: String = "", complemento: String = "", bairro: String = "",
-    localidade: String = "", uf: String = "", ibge: String = "", geo: Geo? = nil
+    localidade: String = "", uf: String = "", ibge: String = "", geo: Geo? = nil,
+    source: AddressSource = .cepis
   ) {
     self.cep = cep
     self.logradouro = logradouro
@@ -36,6 +45,7 @@ public struct Address: Sendable, Hashable, Codable {
     self.uf = uf
     self.ibge = ibge
     self.geo = geo
+    self.source = source
   }
 
   /// The CEP masked as people write it: `"01310-100"`.
@@ -46,8 +56,12 @@ public struct Address: Sendable, Hashable, Codable {
 
   /// Decodes an address, tolerating a masked `cep`, numbers for strings and missing fields.
   ///
-  /// - Throws: `DecodingError` when `cep` is missing or is not a CEP, or when a field has a
-  ///   shape no server drift explains (an object where text belongs).
+  /// A missing `source` (as in every cep.is answer) decodes as ``AddressSource/cepis``, so
+  /// what ``encode(to:)`` wrote decodes back to an equal address.
+  ///
+  /// - Throws: `DecodingError` when `cep` is missing or is not a CEP, when `source` names no
+  ///   known service, or when a field has a shape no server drift explains (an object where
+  ///   text belongs).
   public init(from decoder: Decoder) throws {
     let container = try decoder.container(keyedBy: AnyKey.self)
     let rawCEP = try container.lenientString("cep")
@@ -68,9 +82,26 @@ public struct Address: Sendable, Hashable, Codable {
     } else {
       self.geo = nil
     }
+    let sourceKey = AnyKey("source")
+    if decoder.userInfo[Self.fromCepisKey] as? Bool == true {
+      // An answer of cep.is itself: whatever it may one day send as `source`, it is cep.is.
+      self.source = .cepis
+    } else if container.contains(sourceKey), try !container.decodeNil(forKey: sourceKey) {
+      self.source = try container.decode(AddressSource.self, forKey: sourceKey)
+    } else {
+      self.source = .cepis
+    }
   }
 
-  /// Encodes the address with the API's field names.
+  /// The decoder `userInfo` key that marks a body as cep.is's own answer.
+  static let fromCepisKey: CodingUserInfoKey = {
+    guard let key = CodingUserInfoKey(rawValue: "is.cep.fromCepis") else {
+      preconditionFailure("constant key")
+    }
+    return key
+  }()
+
+  /// Encodes the address with the API's field names, plus `source`.
   public func encode(to encoder: Encoder) throws {
     var container = encoder.container(keyedBy: AnyKey.self)
     try container.encode(cep, forKey: AnyKey("cep"))
@@ -81,6 +112,29 @@ public struct Address: Sendable, Hashable, Codable {
     try container.encode(uf, forKey: AnyKey("uf"))
     try container.encode(ibge, forKey: AnyKey("ibge"))
     try container.encodeIfPresent(geo, forKey: AnyKey("geo"))
+    try container.encode(source, forKey: AnyKey("source"))
+  }
+}
+
+/// The service an ``Address`` came from.
+public enum AddressSource: String, Sendable, Hashable, Codable, CaseIterable,
+  CustomStringConvertible
+{
+  /// [cep.is](https://cep.is): official Correios DNE data, the authority.
+  case cepis
+  /// [ViaCEP](https://viacep.com.br), a public fallback (see ``Fallback/viaCEP(baseURL:)``).
+  case viaCEP
+  /// [BrasilAPI](https://brasilapi.com.br), a public fallback (see
+  /// ``Fallback/brasilAPI(baseURL:)``).
+  case brasilAPI
+
+  /// The service's name as people write it: `cep.is`, `ViaCEP`, `BrasilAPI`.
+  public var description: String {
+    switch self {
+    case .cepis: return "cep.is"
+    case .viaCEP: return "ViaCEP"
+    case .brasilAPI: return "BrasilAPI"
+    }
   }
 }
 

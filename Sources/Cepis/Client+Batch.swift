@@ -11,7 +11,13 @@ extension Client {
   /// never by position, so a server that reorders, omits or repeats rows cannot put an
   /// address on the wrong CEP; a row for a CEP that was not asked for is ignored.
   ///
-  /// The batch endpoint carries no coordinates: every ``Address/geo`` here is `nil`.
+  /// The batch endpoint carries no coordinates: every ``Address/geo`` here is `nil`, and every
+  /// ``Address/source`` is ``AddressSource/cepis``.
+  ///
+  /// ``fallbacks`` and ``hedgeAfter`` are never used here: the public services have no batch
+  /// endpoint, and asking them one CEP at a time for a whole batch would flood them. A batch
+  /// that cep.is cannot answer throws; retry it later, or look up the CEPs that matter most
+  /// one by one with ``lookup(_:)``.
   ///
   /// ```swift
   /// let found = try await client.lookupMany(["01001-000", "oops", "01001000"])

@@ -60,6 +60,13 @@ public struct Client: Sendable {
   public let retryBudget: RetryBudget?
   /// The transport requests go through (see ``Transport``).
   public let transport: Transport
+  /// The public services ``lookup(_:)`` asks, in order, when cep.is cannot answer (see
+  /// ``Fallback``); empty for none, the default. ``lookupMany(_:)`` never uses them.
+  public let fallbacks: [Fallback]
+  /// How long ``lookup(_:)`` waits for cep.is before asking the first fallback in parallel,
+  /// in seconds; `nil` (the default) asks fallbacks only once cep.is has failed. Ignored
+  /// without ``fallbacks``.
+  public let hedgeAfter: TimeInterval?
 
   let core: HTTPClientCore
 
@@ -82,6 +89,11 @@ public struct Client: Sendable {
   ///     with the `AsyncHTTPClient` trait, `URLSession` otherwise. Every behaviour above —
   ///     retries, deadlines, cancellation, the body cap, redirects, errors — is the same on each.
   ///   - retryBudget: the client-wide retry budget (see ``RetryBudget``); `nil` disables it.
+  ///   - fallbacks: public services asked, in order, when cep.is ends without an answer
+  ///     (see ``Fallback``); never after "not found", never by ``lookupMany(_:)``.
+  ///   - hedgeAfter: seconds after which, cep.is not having answered yet, the first fallback
+  ///     is asked in parallel and the first definitive answer wins; `nil` (or NaN) for no
+  ///     hedging. Negative values count as 0.
   public init(
     baseURL: URL = Client.defaultBaseURL,
     timeout: TimeInterval = 10,
@@ -91,12 +103,15 @@ public struct Client: Sendable {
     totalTimeout: TimeInterval? = nil,
     userAgent: String? = nil,
     transport: Transport = .default,
-    retryBudget: RetryBudget? = .standard
+    retryBudget: RetryBudget? = .standard,
+    fallbacks: [Fallback] = [],
+    hedgeAfter: TimeInterval? = nil
   ) {
     self.init(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
       backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
-      transport: transport, retryBudget: retryBudget, environment: .live)
+      transport: transport, retryBudget: retryBudget, fallbacks: fallbacks,
+      hedgeAfter: hedgeAfter, environment: .live)
   }
 
   /// Creates a client on a `URLSession` transport made from `session`'s configuration: the
@@ -133,6 +148,8 @@ public struct Client: Sendable {
     userAgent: String?,
     transport: Transport,
     retryBudget: RetryBudget?,
+    fallbacks: [Fallback] = [],
+    hedgeAfter: TimeInterval? = nil,
     environment: HTTPEnvironment
   ) {
     self.core = HTTPClientCore(
@@ -149,6 +166,12 @@ public struct Client: Sendable {
     self.userAgent = userAgent
     self.transport = transport
     self.retryBudget = retryBudget
+    self.fallbacks = fallbacks
+    // Negative delays hedge at once; an infinite one never hedges in practice; NaN is none.
+    self.hedgeAfter = hedgeAfter.flatMap { delay -> TimeInterval? in
+      if delay.isNaN { return nil }
+      return delay.isFinite ? max(0, delay) : (delay > 0 ? 86_400 : 0)
+    }
   }
 
   /// Looks up one CEP.
@@ -159,21 +182,38 @@ public struct Client: Sendable {
   /// address.geo?.isPrecise
   /// ```
   ///
+  /// With ``fallbacks``, a lookup that cep.is ends without an answer (`networkError`,
+  /// `serverError`, `rateLimited`, a timeout) asks them in order, one attempt each, within
+  /// what is left of ``totalTimeout``; with ``hedgeAfter``, the first fallback starts in
+  /// parallel once cep.is is that late. See ``Fallback`` for the rules.
+  ///
   /// - Parameter cep: masked or not (`"01001-000"`, `"01001000"`).
-  /// - Returns: the address, with ``Address/geo`` when the API has coordinates.
+  /// - Returns: the address, with ``Address/geo`` when the API has coordinates and
+  ///   ``Address/source`` naming the service that answered.
   /// - Throws: ``CepisError``: `invalidCEP` before any request for a malformed CEP,
-  ///   `cepNotFound` for 404, and after retries `rateLimited`, `serverError` or
-  ///   `networkError`; `invalidResponse` for an answer that is not the API's. Cancelling
-  ///   the task ends the call promptly with `CancellationError`.
+  ///   `cepNotFound` for 404 (or a fallback's "not found"), and after retries `rateLimited`,
+  ///   `serverError` or `networkError` (cep.is's own error, even when fallbacks failed too);
+  ///   `invalidResponse` for an answer that is not the API's. Cancelling the task ends the
+  ///   call promptly with `CancellationError`.
   public func lookup(_ cep: String) async throws -> Address {
     let digits = try normalizeCEP(cep)
+    if !fallbacks.isEmpty {
+      return try await lookupWithFallbacks(digits)
+    }
+    return try await lookupAtCepis(digits)
+  }
+
+  /// Looks up a normalised CEP at cep.is alone, retries included.
+  func lookupAtCepis(_ digits: String) async throws -> Address {
     let response = try await send(path: "/" + digits)
     switch response.status {
     case 200..<300:
       try Self.requireJSON(response)
       let address: Address
       do {
-        address = try JSONDecoder().decode(Address.self, from: response.body)
+        let decoder = JSONDecoder()
+        decoder.userInfo[Address.fromCepisKey] = true
+        address = try decoder.decode(Address.self, from: response.body)
       } catch {
         throw CepisError.invalidResponse(
           "JSON of an unexpected shape: \(response.bodyPreview())")

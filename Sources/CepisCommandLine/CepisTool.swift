@@ -151,8 +151,11 @@ struct Context: Sendable {
     return value
   }
 
-  /// The API client the global options describe.
-  func client() throws(UsageError) -> Client {
+  /// The API client the global options describe, with `fallbacks` and `hedgeAfter` (only
+  /// `lookup` has them).
+  func client(fallbacks: [Fallback] = [], hedgeAfter: TimeInterval? = nil) throws(UsageError)
+    -> Client
+  {
     var baseURL = Client.defaultBaseURL
     if let text = parsed.value("base-url")
       ?? environment["CEPIS_BASE_URL"].flatMap({
@@ -173,7 +176,8 @@ struct Context: Sendable {
     let total = try number("total-timeout")
     return Client(
       baseURL: baseURL, timeout: timeout, maxAttempts: attempts, totalTimeout: total,
-      userAgent: "cepis-cli/\(CepisTool.version) (+https://cep.is)", transport: try transport())
+      userAgent: "cepis-cli/\(CepisTool.version) (+https://cep.is)", transport: try transport(),
+      fallbacks: fallbacks, hedgeAfter: hedgeAfter)
   }
 
   /// `--transport` (env `CEPIS_TRANSPORT`), or the build's default; a usage error for a

@@ -17,9 +17,26 @@ enum Commands {
 
   static let lookup = CommandSpec(
     name: "lookup", abstract: "look up one address per CEP",
-    discussion: "Addresses go to stdout; CEPs not found or invalid are reported on stderr (text)\n"
-      + "or as a status field (json, ndjson, csv).",
-    options: [formatOption],
+    discussion: """
+      Addresses go to stdout; CEPs not found or invalid are reported on stderr (text)
+      or as a status field (json, ndjson, csv).
+
+      Fallbacks: when cep.is cannot answer (unreachable, 5xx, 429, timeout; never when it
+      says a CEP does not exist), ViaCEP and/or BrasilAPI are asked, in the order listed,
+      once each. An address from a fallback is marked "(from ViaCEP)" in text and has
+      "source" in json, ndjson and csv. LIST: viacep, brasilapi, none; NAME=URL points a
+      provider elsewhere (e.g. viacep=http://127.0.0.1:8080, where `cepis mock` serves
+      both providers' routes).
+      """,
+    options: [
+      formatOption,
+      .value(
+        "fallback", "LIST",
+        "ask these when cep.is cannot answer: viacep,brasilapi (env CEPIS_FALLBACK)"),
+      .value(
+        "hedge-after", "SECONDS",
+        "ask the first fallback too if cep.is has not answered by then"),
+    ],
     positionals: [PositionalSpec(name: "CEP", help: "a CEP, masked or not", variadic: true)])
 
   static let batch = CommandSpec(

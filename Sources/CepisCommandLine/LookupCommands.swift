@@ -14,7 +14,9 @@ import Foundation
 enum LookupCommand {
   static func run(_ context: Context) async throws -> ToolStatus {
     let format = try context.format()
-    let client = try context.client()
+    let fallbacks = try FallbackOptions.fallbacks(context)
+    let hedgeAfter = try FallbackOptions.hedgeAfter(context, fallbacks: fallbacks)
+    let client = try context.client(fallbacks: fallbacks, hedgeAfter: hedgeAfter)
     let inputs = context.parsed.positionals
     var results = [CEPResult?](repeating: nil, count: inputs.count)
     await withTaskGroup(of: (Int, CEPResult).self) { group in

@@ -167,7 +167,7 @@ struct CEPResult: Sendable, Equatable {
 
   static let csvHeader = [
     "input", "cep", "status", "logradouro", "complemento", "bairro", "localidade", "uf", "ibge",
-    "lat", "lon",
+    "lat", "lon", "source",
   ]
 
   var csvFields: [String] {
@@ -175,7 +175,7 @@ struct CEPResult: Sendable, Equatable {
     return [
       input, cep ?? "", status.label, a?.logradouro ?? "", a?.complemento ?? "", a?.bairro ?? "",
       a?.localidade ?? "", a?.uf ?? "", a?.ibge ?? "", a?.geo.map { "\($0.lat)" } ?? "",
-      a?.geo.map { "\($0.lon)" } ?? "",
+      a?.geo.map { "\($0.lon)" } ?? "", a?.source.rawValue ?? "",
     ]
   }
 
@@ -199,6 +199,7 @@ struct CEPResult: Sendable, Equatable {
       ("uf", .string(a?.uf ?? "")),
       ("ibge", .string(a?.ibge ?? "")),
       ("geo", geo),
+      ("source", .optional(a?.source.rawValue)),
       ("message", .optional(message)),
     ])
   }
@@ -223,7 +224,12 @@ struct CEPResult: Sendable, Equatable {
     parts.append(a.uf.isEmpty ? a.localidade : "\(a.localidade)/\(a.uf)")
     var line = "\(head)  " + parts.joined(separator: ", ")
     if !a.ibge.isEmpty { line += " (IBGE \(a.ibge))" }
-    if let geo = a.geo { line += " [\(geo.lat), \(geo.lon) ±\(geo.raioM) m]" }
+    if let geo = a.geo {
+      // A fallback's point has no known radius: no "±0 m" that would claim precision.
+      let radius = a.source == .cepis || geo.raioM > 0 ? " ±\(geo.raioM) m" : ""
+      line += " [\(geo.lat), \(geo.lon)\(radius)]"
+    }
+    if a.source != .cepis { line += "  (from \(a.source))" }
     return line
   }
 }

@@ -2,24 +2,30 @@
   import AsyncHTTPClient
   import Foundation
   import NIOCore
+  import NIOHTTP1
   import NIOPosix
   import NIOSSL
 
-  /// The AsyncHTTPClient transport: one attempt on a SwiftNIO `HTTPClient`, the body streamed
-  /// in under its cap, stopped at once when cancelled or out of time.
+  /// The AsyncHTTPClient transport: one attempt on a SwiftNIO `HTTPClient`, the body collected
+  /// under its cap, stopped at once when cancelled or out of time.
   ///
-  /// AsyncHTTPClient's own deadline covers the exchange only until the response head arrives;
-  /// the body is not bounded by it. So the attempt runs in a task of its own, and the shared
-  /// ``withAttemptDeadline(_:_:)`` gate resumes the caller at its deadline or cancellation and
-  /// cancels that task, which closes the connection.
+  /// Two ways in, by whose redirect setting applies:
+  /// - on a client whose configuration Cepis sets (``cepisShared``, or one Cepis creates), with
+  ///   redirects disallowed: AsyncHTTPClient's delegate API. Head, body and end arrive on the
+  ///   connection's event loop and end the attempt there, as `URLSession`'s delegate does, so no
+  ///   part of the exchange waits for a free thread of Swift's cooperative pool — a process whose
+  ///   pool is busy still sees its answers on time;
+  /// - on a caller's client, which may follow redirects anywhere (`HTTPClient.shared` follows
+  ///   20, keeping custom headers such as an API key): the async API with an empty request body
+  ///   that AsyncHTTPClient documents as not replayable, which makes it hand a redirect back
+  ///   instead of following it. For a `GET` with an empty body nothing extra goes on the wire
+  ///   (no `Content-Length`, no `Transfer-Encoding`). AsyncHTTPClient's deadline covers that
+  ///   exchange only until the head arrives, so it runs in a task of its own, which the gate
+  ///   cancels at the deadline.
   ///
-  /// Redirects: an `HTTPClient` follows them by its own configuration (`HTTPClient.shared`
-  /// follows up to 20, to any origin, keeping custom headers such as an API key). Each request
-  /// therefore carries an empty body that AsyncHTTPClient documents as not replayable, which
-  /// makes it hand a redirect back instead of following it; for a `GET` with an empty body
-  /// nothing extra goes on the wire (no `Content-Length`, no `Transfer-Encoding`). The 3xx
-  /// reaches ``HTTPExecutor``, which applies the same-origin rule, whatever the client's
-  /// configuration.
+  /// Either way the 3xx reaches ``HTTPExecutor``, which applies the same-origin rule, and
+  /// ``withAttemptDeadline(_:_:)`` resumes the caller at its deadline or cancellation and
+  /// abandons the request, which closes the connection.
   package struct AsyncHTTPClientTransport: HTTPTransport {
     /// The client behind `Transport.default` in a build with the trait: one per process, on
     /// SwiftNIO's shared event loops, never shut down (as `HTTPClient.shared` is not).
@@ -28,37 +34,81 @@
     /// cannot be made fails the attempt at once ("connection refused", "host not found")
     /// instead of being retried inside the pool until the deadline, so the retry loop above
     /// decides, as on every transport; and redirects are never followed by the client itself.
-    package static let cepisShared: HTTPClient = {
-      var configuration = HTTPClient.Configuration(
-        redirectConfiguration: .disallow,
-        timeout: .init(connect: .seconds(30)))
+    package static let cepisShared = HTTPClient(
+      eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+      configuration: cepisConfiguration(
+        HTTPClient.Configuration(timeout: .init(connect: .seconds(30)))))
+
+    /// `configuration` as Cepis needs it: no redirects followed by the client, and connection
+    /// failures reported at once.
+    private static func cepisConfiguration(
+      _ configuration: HTTPClient.Configuration
+    ) -> HTTPClient.Configuration {
+      var configuration = configuration
+      configuration.redirectConfiguration = .disallow
       configuration.connectionPool.retryConnectionEstablishment = false
-      configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
-      return HTTPClient(
-        eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
+      configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(
+        16, configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit)
+      return configuration
+    }
 
     /// The client requests go through.
     package let client: HTTPClient
+    /// Whether Cepis set the client's configuration (redirects disallowed).
+    private let configuredByCepis: Bool
     private let owner: Owner?
 
-    /// A transport on `client`, which Cepis never shuts down.
+    /// A transport on `client`, which Cepis never shuts down; its redirect setting is unknown,
+    /// so requests go the way that keeps redirects from being followed.
     package init(client: HTTPClient) {
       self.client = client
+      self.configuredByCepis = client === Self.cepisShared
       self.owner = nil
     }
 
-    /// A transport on a client Cepis creates with `configuration` and shuts down when the last
-    /// copy of this transport is released.
+    /// A transport on a client Cepis creates from `configuration` (with redirects disallowed
+    /// and connection failures reported at once) and shuts down when the last copy of this
+    /// transport is released.
     package init(configuration: HTTPClient.Configuration) {
       let client = HTTPClient(
-        eventLoopGroupProvider: .singleton, configuration: configuration)
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: Self.cepisConfiguration(configuration))
       self.client = client
+      self.configuredByCepis = true
       self.owner = Owner(client: client)
     }
 
     /// Sends `request` once (see ``HTTPTransport``).
     package func send(_ request: HTTPRequest, timeout: TimeInterval) async throws -> HTTPResponse {
+      configuredByCepis
+        ? try await sendThroughDelegate(request, timeout: timeout)
+        : try await sendThroughAsyncAPI(request, timeout: timeout)
+    }
+
+    private func sendThroughDelegate(
+      _ request: HTTPRequest, timeout: TimeInterval
+    ) async throws -> HTTPResponse {
+      var headers = HTTPHeaders()
+      for (name, value) in request.headers { headers.add(name: name, value: value) }
+      let outgoing: HTTPClient.Request
+      do {
+        outgoing = try HTTPClient.Request(url: request.url, method: .GET, headers: headers)
+      } catch {
+        throw HTTPFailure.network("invalid URL")
+      }
+      let client = self.client
+      return try await withAttemptDeadline(timeout) { gate in
+        let collector = ResponseCollector(gate: gate, limit: request.maxBodyBytes, timeout: timeout)
+        let task = client.execute(
+          request: outgoing, delegate: collector, eventLoop: .indifferent,
+          deadline: .now() + .nanoseconds(Int64(min(timeout, 86_400) * 1e9)))
+        gate.setAbort { task.cancel() }
+      }
+    }
+
+    private func sendThroughAsyncAPI(
+      _ request: HTTPRequest, timeout: TimeInterval
+    ) async throws -> HTTPResponse {
       var outgoing = HTTPClientRequest(url: request.url.absoluteString)
       outgoing.method = .GET
       for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
@@ -84,20 +134,11 @@
       }
     }
 
-    private static func exchange(
+    fileprivate static func exchange(
       _ request: HTTPClientRequest, on client: HTTPClient, deadline: NIODeadline, limit: Int
     ) async throws -> HTTPResponse {
       let response = try await client.execute(request, deadline: deadline)
-      var headers: [String: String] = [:]
-      for (name, value) in response.headers {
-        let key = name.lowercased()
-        // Repeated fields fold into one, as RFC 9110 allows (and as URLSession reports them).
-        if let existing = headers[key] {
-          headers[key] = existing + ", " + value
-        } else {
-          headers[key] = value
-        }
-      }
+      let headers = fold(response.headers)
       if let declared = response.headers.first(name: "content-length"),
         let length = Int(declared.trimmingCharacters(in: .whitespaces)), length > limit
       {
@@ -114,7 +155,7 @@
     }
 
     /// A short, secret-free description of what went wrong on the connection.
-    private static func map(_ error: Error, timeout: TimeInterval) -> Error {
+    fileprivate static func map(_ error: Error, timeout: TimeInterval) -> Error {
       if error is CancellationError { return error }
       if let error = error as? HTTPClientError {
         switch error {
@@ -156,6 +197,83 @@
       if error is ChannelError { return "connection closed early" }
       if error is NIOSSLError || error is BoringSSLError { return "TLS handshake failed" }
       return "connection failed"
+    }
+  }
+
+  /// Header fields with lowercased names; repeated fields fold into one, as RFC 9110 allows (and
+  /// as URLSession reports them).
+  private func fold(_ fields: HTTPHeaders) -> [String: String] {
+    var headers: [String: String] = [:]
+    for (name, value) in fields {
+      let key = name.lowercased()
+      if let existing = headers[key] {
+        headers[key] = existing + ", " + value
+      } else {
+        headers[key] = value
+      }
+    }
+    return headers
+  }
+
+  /// Collects one response on its event loop and ends the attempt there.
+  ///
+  /// `@unchecked Sendable` is sound: AsyncHTTPClient calls a delegate on the task's event loop
+  /// only, one callback at a time, so the mutable fields are never touched by two threads; the
+  /// gate is itself thread-safe.
+  private final class ResponseCollector: HTTPClientResponseDelegate, @unchecked Sendable {
+    typealias Response = Void
+
+    let gate: AttemptGate
+    let limit: Int
+    let timeout: TimeInterval
+    private var status = 0
+    private var headers: [String: String] = [:]
+    private var body = Data()
+
+    init(gate: AttemptGate, limit: Int, timeout: TimeInterval) {
+      self.gate = gate
+      self.limit = limit
+      self.timeout = timeout
+    }
+
+    func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<
+      Void
+    > {
+      status = Int(head.status.code)
+      headers = fold(head.headers)
+      if let declared = head.headers.first(name: "content-length"),
+        let length = Int(declared.trimmingCharacters(in: .whitespaces)), length > limit
+      {
+        return refuse(task)
+      }
+      return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<
+      Void
+    > {
+      guard body.count + buffer.readableBytes <= limit else { return refuse(task) }
+      buffer.withUnsafeReadableBytes { body.append(contentsOf: $0) }
+      return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// Ends the attempt on an over-long body; the failed future makes AsyncHTTPClient drop the
+    /// request and close its connection.
+    private func refuse(_ task: HTTPClient.Task<Void>) -> EventLoopFuture<Void> {
+      let failure = HTTPFailure.bodyTooLarge(limit: limit)
+      gate.finish(.failure(failure))
+      body = Data()
+      return task.eventLoop.makeFailedFuture(failure)
+    }
+
+    func didReceiveError(task: HTTPClient.Task<Void>, _ error: Error) {
+      gate.finish(
+        .failure(error as? HTTPFailure ?? AsyncHTTPClientTransport.map(error, timeout: timeout)))
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Void>) throws {
+      gate.finish(.success(HTTPResponse(status: status, headers: headers, body: body)))
+      body = Data()
     }
   }
 

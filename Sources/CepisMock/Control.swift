@@ -46,7 +46,7 @@ extension ServerCore {
       guard let routeName = dictionary["route"] as? String,
         let route = MockRoute(rawValue: routeName)
       else {
-        return fail(400, "route deve ser cep, csv, health ou cpf")
+        return fail(400, "route deve ser cep, csv, health, cpf, viacep ou brasilapi")
       }
       var faults: [MockFault] = []
       do {

@@ -10,6 +10,15 @@ public enum MockRoute: String, Sendable, CaseIterable, Codable {
   case health
   /// `GET /cpf/{cpf}` and `GET /v1/cpf/{cpf}`: cpfhub.io protocol.
   case cpf
+  /// `GET /ws/{cep}/json/`: one address as ViaCEP answers it (a fallback provider).
+  case viaCEP = "viacep"
+  /// `GET /api/cep/v2/{cep}`: one address as BrasilAPI's CEP v2 answers it (a fallback
+  /// provider).
+  case brasilAPI = "brasilapi"
+
+  /// Whether the route is one of the public fallback providers (ViaCEP, BrasilAPI) rather
+  /// than cep.is or cpfhub.io. ``MockChaos`` leaves these routes alone.
+  public var isFallbackProvider: Bool { self == .viaCEP || self == .brasilAPI }
 }
 
 /// A misbehaviour the mock server injects into one answer.
@@ -71,6 +80,17 @@ public enum MockFault: Sendable, Hashable {
   /// Answer with a redirect: `status` (301, 302, 303, 307 or 308) and `Location: location`
   /// (absolute, or relative to the request), with an empty body.
   case redirect(status: Int = 302, location: String)
+  /// ViaCEP only: write "not found" as the older `{"erro": true}` (a JSON boolean) instead of
+  /// today's `{"erro": "true"}`.
+  case viaCEPBooleanErro
+  /// BrasilAPI only: answer 404 `service_error` as BrasilAPI does when its own upstream
+  /// services fail, even for a CEP that exists: the errors read "A autenticacao de null
+  /// falhou!" and "Erro ao se conectar com o serviço ViaCEP.", next to one "CEP não
+  /// encontrado" (so only some, not all, say "not found").
+  case brasilAPIOutage
+  /// BrasilAPI only: answer 500 `{"message": "invalid json response body at …",
+  /// "type": "invalid-json"}`, as its v2 endpoint does when its geocoder fails.
+  case brasilAPIInvalidJSON
   /// No fault: answer normally (useful as a placeholder in a script).
   case normal
 
@@ -100,6 +120,9 @@ public enum MockFault: Sendable, Hashable {
     case .csvExtraRows: return "csvExtraRows"
     case .csvCRLF: return "csvCRLF"
     case .redirect(let status, _): return "redirect(\(status))"
+    case .viaCEPBooleanErro: return "viaCEPBooleanErro"
+    case .brasilAPIOutage: return "brasilAPIOutage"
+    case .brasilAPIInvalidJSON: return "brasilAPIInvalidJSON"
     case .normal: return "normal"
     }
   }
@@ -115,10 +138,21 @@ public enum MockFault: Sendable, Hashable {
     }
   }
 
+  /// The one route the fault is meant for (CSV faults: ``MockRoute/csv``; provider faults:
+  /// their provider's route), or `nil` when it applies to every route.
+  public var onlyRoute: MockRoute? {
+    switch self {
+    case .viaCEPBooleanErro: return .viaCEP
+    case .brasilAPIOutage, .brasilAPIInvalidJSON: return .brasilAPI
+    default: return isCSVOnly ? .csv : nil
+    }
+  }
+
   /// Whether the fault changes anything on `route`.
   func applies(to route: MockRoute) -> Bool {
     if self == .normal { return false }
-    return !isCSVOnly || route == .csv
+    guard let only = onlyRoute else { return true }
+    return only == route
   }
 }
 
@@ -153,9 +187,17 @@ extension MockServer {
   /// | `success-false` | ``MockFault/successFalse`` |
   /// | `csv-bom`, `csv-reordered`, `csv-omit-missing`, `csv-duplicated`, `csv-masked`, `csv-shuffled`, `csv-extra`, `csv-crlf` | the CSV faults |
   /// | `redirect=LOCATION` (302), `redirect301=LOCATION` … `redirect308=LOCATION` | ``MockFault/redirect(status:location:)`` |
+  /// | `viacep-erro-bool` | ``MockFault/viaCEPBooleanErro`` |
+  /// | `brasilapi-outage` | ``MockFault/brasilAPIOutage`` |
+  /// | `brasilapi-invalid-json` | ``MockFault/brasilAPIInvalidJSON`` |
   /// | `normal`, `ok` | ``MockFault/normal`` |
   ///
   /// Example: `503*2,429:retry-after=1,truncated,csv-bom` gives five faults.
+  ///
+  /// Faults belong to the route they are queued on (``script(_:_:)``, or the control
+  /// endpoint's `"route"`): `cep`, `csv`, `health`, `cpf`, and one per fallback provider,
+  /// `viacep` and `brasilapi`, so a test can take cep.is down while ViaCEP answers. A fault
+  /// meant for one route only (``MockFault/onlyRoute``) does nothing elsewhere.
   public static func parseFaults(_ spec: String) throws -> [MockFault] {
     var faults: [MockFault] = []
     for rawItem in splitOutsideQuotes(spec, separator: ",") {
@@ -244,6 +286,10 @@ extension MockServer {
         throw MockFaultSpecError(description: "\(rawName) needs a location: \(rawName)=URL")
       }
       return .redirect(status: Int(name.dropFirst("redirect".count)) ?? 302, location: location)
+    case "viaceperrobool", "viacepbooleanerro":
+      return .viaCEPBooleanErro
+    case "brasilapioutage": return .brasilAPIOutage
+    case "brasilapiinvalidjson": return .brasilAPIInvalidJSON
     case "normal", "ok": return .normal
     default:
       throw MockFaultSpecError(description: "unknown fault '\(rawName)'")
@@ -323,8 +369,9 @@ extension MockServer {
 
 /// Random fault injection, reproducible from a seed.
 ///
-/// For each request on a ``MockRoute`` the server takes the request's sequence number `index`
-/// (0, 1, 2, … in arrival order, counting only route requests) and asks
+/// For each request on a ``MockRoute`` of cep.is or cpfhub.io (the fallback providers' routes
+/// take scripted and mode faults only) the server takes the request's sequence number `index`
+/// (0, 1, 2, … in arrival order, counting only those requests) and asks
 /// ``fault(forRequestIndex:)``, which depends only on `seed` and `index`: with probability `rate`
 /// it picks one fault of ``faults``. CSV-only faults drawn for another route do nothing and are
 /// not counted.

@@ -21,7 +21,9 @@ import Foundation
 /// without leaking descriptors or threads.
 ///
 /// Routes are matched on the last path components, so any prefix is accepted:
-/// `/01001000`, `/api/01001000`, `/csv`, `/api/csv`, `/health`, `/cpf/{cpf}`, `/v1/cpf/{cpf}`.
+/// `/01001000`, `/api/01001000`, `/csv`, `/api/csv`, `/health`, `/cpf/{cpf}`, `/v1/cpf/{cpf}`,
+/// and the fallback providers' `/ws/{cep}/json/` (ViaCEP) and `/api/cep/v2/{cep}` (BrasilAPI),
+/// all on the same port: a client's fallback base URL is ``baseURL`` too.
 /// The control endpoints live under `/__mock/` (see <doc:CepisMock>).
 public final class MockServer: Sendable {
   /// How a ``MockServer`` is set up.
@@ -162,7 +164,10 @@ public final class MockServer: Sendable {
 
   /// Empties ``requests``.
   public func clearLog() {
-    core.state.withLock { $0.log.removeAll() }
+    core.state.withLock { state in
+      state.logDropped += state.log.count
+      state.log.removeAll()
+    }
   }
 
   /// How many faults of each kind were injected (by script, mode or chaos), keyed by
@@ -197,11 +202,16 @@ public struct MockRequestRecord: Sendable, Hashable, Codable {
   public var arrival: Date
   /// The route, or `nil` for control and unknown paths.
   public var route: MockRoute?
+  /// Whether the client closed the connection before the response was completely written
+  /// (during a ``MockFault/delayHeaders(_:)`` wait, a dribble or an endless body): the
+  /// request was cancelled. A connection closed after the whole response went out is not
+  /// counted.
+  public var clientClosed: Bool
 
   /// Creates a record.
   public init(
     method: String, path: String, query: String?, headers: [String: String], arrival: Date,
-    route: MockRoute?
+    route: MockRoute?, clientClosed: Bool = false
   ) {
     self.method = method
     self.path = path
@@ -209,6 +219,23 @@ public struct MockRequestRecord: Sendable, Hashable, Codable {
     self.headers = headers
     self.arrival = arrival
     self.route = route
+    self.clientClosed = clientClosed
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case method, path, query, headers, arrival, route, clientClosed
+  }
+
+  /// Decodes a record; a missing `clientClosed` (a log written before it existed) is `false`.
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    method = try container.decode(String.self, forKey: .method)
+    path = try container.decode(String.self, forKey: .path)
+    query = try container.decodeIfPresent(String.self, forKey: .query)
+    headers = try container.decode([String: String].self, forKey: .headers)
+    arrival = try container.decode(Date.self, forKey: .arrival)
+    route = try container.decodeIfPresent(MockRoute.self, forKey: .route)
+    clientClosed = try container.decodeIfPresent(Bool.self, forKey: .clientClosed) ?? false
   }
 
   /// The decoded query items (a repeated name keeps its last value).
@@ -254,6 +281,9 @@ struct ServerState {
   var modes: [MockRoute: [MockFault]] = [:]
   var degraded: Bool
   var log: [MockRequestRecord] = []
+  /// How many records were ever removed from the front of `log` (trimmed or cleared), so
+  /// that `logDropped + index` names one record for good.
+  var logDropped = 0
   var faultCounts: [String: Int] = [:]
   var requestCount = 0
   var chaosIndex = 0
@@ -284,6 +314,8 @@ enum ConnectionEnd {
   case keepAlive
   case close
   case reset
+  /// The client went away before the response was completely written.
+  case clientGone
 }
 
 /// The engine behind ``MockServer``: listener, threads, state.
@@ -380,6 +412,7 @@ final class ServerCore: Sendable {
     state.withLock { state in
       state.scripts.removeAll()
       state.modes.removeAll()
+      state.logDropped += state.log.count
       state.log.removeAll()
       state.faultCounts.removeAll()
       state.requestCount = 0
@@ -400,6 +433,44 @@ final class ServerCore: Sendable {
       remaining -= slice
     }
     return true
+  }
+
+  /// How a wait in the middle of a response ended.
+  enum PauseEnd {
+    case elapsed
+    case stopped
+    case clientGone
+  }
+
+  /// Sleeps for `seconds` in the middle of answering on `fd`, ending early when the server
+  /// stops or the client closes the connection (the end of its stream, or a reset).
+  func pause(_ seconds: TimeInterval, wake: Int32, watching fd: Int32) -> PauseEnd {
+    let start = Date()
+    var watchClient = true
+    while true {
+      let remaining = seconds - Date().timeIntervalSince(start)
+      if remaining <= 0 { return .elapsed }
+      let milliseconds = Int32(max(1, (min(remaining, 1) * 1_000).rounded(.up)))
+      var fds = [
+        pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+      ]
+      let ready = poll(&fds, watchClient ? 2 : 1, milliseconds)
+      if ready < 0 && errno != EINTR { return .stopped }
+      if ready <= 0 { continue }
+      if fds[0].revents != 0 { return .stopped }
+      guard watchClient, fds[1].revents != 0 else { continue }
+      var byte: UInt8 = 0
+      let peeked = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+      if peeked == 0 { return .clientGone }
+      if peeked < 0 {
+        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
+        return .clientGone
+      }
+      // A pipelined request is waiting: the client is still there; stop watching its input
+      // (it stays unread until this answer is out) so the wait does not spin.
+      watchClient = false
+    }
   }
 
   private func acceptLoop(listenFD: Int32, wake: Int32) {
@@ -489,7 +560,7 @@ final class ServerCore: Sendable {
     switch end {
     case .reset:
       Sockets.setResetOnClose(fd)
-    case .close, .keepAlive:
+    case .close, .keepAlive, .clientGone:
       lingeringClose(fd)
     }
     _ = close(fd)
@@ -597,19 +668,22 @@ final class ServerCore: Sendable {
     let arrival = Date()
     let chaos = configuration.chaos
     let maxLog = configuration.maxLogEntries
-    let (faults, degraded) = state.withLock { state -> ([MockFault], Bool) in
+    let (faults, degraded, logIndex) = state.withLock { state -> ([MockFault], Bool, Int) in
       state.requestCount += 1
+      let logIndex = state.logDropped + state.log.count
       state.log.append(
         MockRequestRecord(
           method: request.method, path: request.path, query: request.query,
           headers: request.headers, arrival: arrival, route: route))
       if state.log.count > maxLog {
-        state.log.removeFirst(max(state.log.count - maxLog, maxLog / 2))
+        let dropped = min(state.log.count, max(state.log.count - maxLog, maxLog / 2))
+        state.log.removeFirst(dropped)
+        state.logDropped += dropped
       }
-      guard let route else { return ([], state.degraded) }
+      guard let route else { return ([], state.degraded, logIndex) }
       // Modes, then chaos, then the scripted fault: the most explicit one is applied last.
       var faults = state.modes[route] ?? []
-      if let chaos {
+      if let chaos, !route.isFallbackProvider {
         let index = state.chaosIndex
         state.chaosIndex += 1
         if let fault = chaos.fault(forRequestIndex: index) { faults.append(fault) }
@@ -620,12 +694,21 @@ final class ServerCore: Sendable {
       }
       faults.removeAll { !$0.applies(to: route) }
       for fault in faults { state.faultCounts[fault.name, default: 0] += 1 }
-      return (faults, state.degraded)
+      return (faults, state.degraded, logIndex)
     }
     var response = answer(request, target: target, faults: faults, degraded: degraded)
     if !request.keepAlive { response.close = true }
     if request.method == "HEAD" { response.headOnly = true }
     for fault in faults { apply(fault, to: &response, route: route) }
-    return deliver(response, fd: fd, wake: wake)
+    let end = deliver(response, fd: fd, wake: wake)
+    if end == .clientGone {
+      state.withLock { state in
+        // A server shutting down closes connections itself: that is not the client leaving.
+        guard state.phase == .running else { return }
+        let position = logIndex - state.logDropped
+        if state.log.indices.contains(position) { state.log[position].clientClosed = true }
+      }
+    }
+    return end
   }
 }

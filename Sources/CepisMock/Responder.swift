@@ -16,6 +16,8 @@ enum Target: Equatable {
   case csv
   case health
   case cpf(String)
+  case viaCEP(String)
+  case brasilAPI(String)
   case control(String)
   case unknown
 
@@ -25,19 +27,25 @@ enum Target: Equatable {
     case .csv: return .csv
     case .health: return .health
     case .cpf: return .cpf
+    case .viaCEP: return .viaCEP
+    case .brasilAPI: return .brasilAPI
     case .control, .unknown: return nil
     }
   }
 }
 
-/// Path matching on the last one or two components, so any prefix (`/api/…`) works.
+/// Path matching on the last one to three components, so any prefix (`/api/…`) works.
 enum Router {
   static func route(_ path: String) -> Target {
     let components = path.split(separator: "/")
     guard let lastRaw = components.last else { return .unknown }
     let last = percentDecoded(lastRaw)
     let previous = components.count >= 2 ? percentDecoded(components[components.count - 2]) : nil
+    let third = components.count >= 3 ? percentDecoded(components[components.count - 3]) : nil
     if previous == "__mock" { return .control(last) }
+    // ViaCEP: …/ws/{cep}/json/ ; BrasilAPI: …/cep/v2/{cep}
+    if last == "json", third == "ws", let previous { return .viaCEP(previous) }
+    if previous == "v2", third == "cep" { return .brasilAPI(last) }
     if last == "health" { return .health }
     if last == "csv" { return .csv }
     if previous == "cpf" { return .cpf(last) }
@@ -263,6 +271,10 @@ extension ServerCore {
             "month": .int(person.month), "year": .int(person.year),
           ]),
         ]))
+    case .viaCEP(let text):
+      return viaCEPAnswer(text, booleanErro: faults.contains(.viaCEPBooleanErro))
+    case .brasilAPI(let text):
+      return brasilAPIAnswer(text)
     case .control, .unknown:
       return message(404, "Rota não encontrada")
     }
@@ -435,8 +447,16 @@ extension ServerCore {
         jsonObject([
           "success": .bool(false), "error": .string("Limite de consultas excedido (simulado)"),
         ]))
+    case .brasilAPIOutage:
+      response.status = 404
+      response.contentType = jsonType
+      response.body = .bytes(Providers.brasilAPIOutageBody)
+    case .brasilAPIInvalidJSON:
+      response.status = 500
+      response.contentType = jsonType
+      response.body = .bytes(Providers.brasilAPIInvalidJSONBody)
     case .csvBOM, .csvReordered, .csvOmitMissing, .csvDuplicatedRows, .csvMaskedCEPs,
-      .csvColumnsShuffled, .csvExtraRows, .csvCRLF, .normal:
+      .csvColumnsShuffled, .csvExtraRows, .csvCRLF, .viaCEPBooleanErro, .normal:
       break
     }
   }
@@ -467,26 +487,34 @@ extension ServerCore {
     return Array(text.utf8)
   }
 
-  /// Sends the response, honouring its delivery faults.
+  /// Sends the response, honouring its delivery faults. `.clientGone` when the client closed
+  /// the connection before the response was completely written.
   func deliver(_ response: Response, fd: Int32, wake: Int32) -> ConnectionEnd {
-    if response.delay > 0 && !pause(response.delay, wake: wake) { return .close }
+    /// A wait in the middle of the answer; `nil` to go on.
+    func wait(_ seconds: TimeInterval) -> ConnectionEnd? {
+      switch pause(seconds, wake: wake, watching: fd) {
+      case .elapsed: return nil
+      case .stopped: return .close
+      case .clientGone: return .clientGone
+      }
+    }
+    if response.delay > 0, let end = wait(response.delay) { return end }
     if response.resetBeforeHeaders { return .reset }
     let keep: ConnectionEnd = response.close ? .close : .keepAlive
     if case .endlessChunked(let prefix, let fill) = response.body {
       var headBytes = head(response, contentLength: nil)
-      if response.headOnly { return Sockets.sendAll(fd, headBytes) ? keep : .close }
+      if response.headOnly { return Sockets.sendAll(fd, headBytes) ? keep : .clientGone }
       if response.resetAfterHeaders {
         _ = Sockets.sendAll(fd, headBytes)
         return .reset
       }
       headBytes += chunk(prefix)
-      guard Sockets.sendAll(fd, headBytes) else { return .close }
-      streamEndless(fill, fd: fd, wake: wake)
-      return .close
+      guard Sockets.sendAll(fd, headBytes) else { return .clientGone }
+      return streamEndless(fill, fd: fd, wake: wake)
     }
     let total = response.body.length
     var out = head(response, contentLength: total)
-    if response.headOnly { return Sockets.sendAll(fd, out) ? keep : .close }
+    if response.headOnly { return Sockets.sendAll(fd, out) ? keep : .clientGone }
     if response.resetAfterHeaders {
       _ = Sockets.sendAll(fd, out)
       return .reset
@@ -494,15 +522,15 @@ extension ServerCore {
     let limit = response.truncate ? total / 2 : total
     var offset = 0
     if let gap = response.dribbleGap {
-      guard Sockets.sendAll(fd, out) else { return .close }
+      guard Sockets.sendAll(fd, out) else { return .clientGone }
       out.removeAll(keepingCapacity: true)
       let dribbled = min(limit, configuration.maxDribbleBytes)
       while offset < dribbled {
         var byte: [UInt8] = []
         response.body.append(offset..<(offset + 1), to: &byte)
-        guard Sockets.sendAll(fd, byte) else { return .close }
+        guard Sockets.sendAll(fd, byte) else { return .clientGone }
         offset += 1
-        if offset < limit && !pause(gap, wake: wake) { return .close }
+        if offset < limit, let end = wait(gap) { return end }
       }
     }
     // Send the rest in pieces of at most 64 KiB (the head travels with the first one).
@@ -511,7 +539,7 @@ extension ServerCore {
     repeat {
       let end = min(limit, offset + 65_536)
       response.body.append(offset..<end, to: &out)
-      guard Sockets.sendAll(fd, out) else { return .close }
+      guard Sockets.sendAll(fd, out) else { return .clientGone }
       out.removeAll(keepingCapacity: true)
       offset = end
       if offset > 1 << 20 && offset < limit && !pause(0.004, wake: wake) { return .close }
@@ -523,22 +551,24 @@ extension ServerCore {
     Array(String(bytes.count, radix: 16).utf8) + [13, 10] + bytes + [13, 10]
   }
 
-  /// Sends chunks until the client goes, the server stops, 60 s pass or 2 GiB were sent.
-  private func streamEndless(_ fill: [UInt8], fd: Int32, wake: Int32) {
+  /// Sends chunks until the client goes (`.clientGone`), the server stops, 60 s pass or
+  /// 2 GiB were sent (`.close`).
+  private func streamEndless(_ fill: [UInt8], fd: Int32, wake: Int32) -> ConnectionEnd {
     var payload: [UInt8] = []
     while payload.count < 16_384 { payload += fill }
     let piece = chunk(payload)
     let deadline = Date().addingTimeInterval(60)
     var sent = 0
     while sent < 2_147_483_648 {
-      guard Sockets.sendAll(fd, piece) else { return }
+      guard Sockets.sendAll(fd, piece) else { return .clientGone }
       sent += piece.count
       // Paced to about 8 MB/s (a fast real link) rather than loopback speed: on Linux,
       // FoundationNetworking drives every URLSession in a process from one shared queue, and
       // a loopback flood would stall every other test's requests, not just this client's.
       var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-      if poll(&fds, 1, 2) > 0 { return }
-      if Date() > deadline { return }
+      if poll(&fds, 1, 2) > 0 { return .close }
+      if Date() > deadline { return .close }
     }
+    return .close
   }
 }

@@ -41,11 +41,11 @@ struct OutputTests {
         + "\"logradouro\":\"Avenida Paulista\",\"complemento\":\"de 612 a 1510 - lado par\","
         + "\"bairro\":\"Bela Vista\",\"localidade\":\"São Paulo\",\"uf\":\"SP\","
         + "\"ibge\":\"3550308\",\"geo\":{\"lat\":-23.56,\"lon\":-46.65,\"raio_m\":50,"
-        + "\"precisao\":\"logradouro\"},\"message\":null}")
+        + "\"precisao\":\"logradouro\"},\"source\":\"cepis\",\"message\":null}")
     #expect(
       csvRow(result.csvFields)
         == "01310-100,01310100,ok,Avenida Paulista,de 612 a 1510 - lado par,Bela Vista,"
-        + "São Paulo,SP,3550308,-23.56,-46.65\r\n")
+        + "São Paulo,SP,3550308,-23.56,-46.65,cepis\r\n")
     #expect(
       result.textLine()
         == "01310-100  Avenida Paulista, de 612 a 1510 - lado par, Bela Vista, São Paulo/SP "

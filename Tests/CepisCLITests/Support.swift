@@ -75,6 +75,7 @@ enum CLI {
     var env = ProcessInfo.processInfo.environment
     env["CEPIS_TRANSPORT"] = transport
     env["CEPIS_BASE_URL"] = nil
+    env["CEPIS_FALLBACK"] = nil
     env["CPFHUB_API_KEY"] = nil
     env["CPFHUB_BASE_URL"] = nil
     env["NO_COLOR"] = nil

@@ -1,0 +1,142 @@
+import CepisHTTP
+import Foundation
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+extension CepisError {
+  /// Whether cep.is ended without an answer, so a fallback may be asked: the network, a
+  /// deadline, a 5xx or a 429 after retries. Never "not found", a rejected CEP or an answer
+  /// of another shape.
+  var allowsFallback: Bool {
+    switch self {
+    case .networkError, .serverError, .rateLimited: return true
+    case .invalidCEP, .cepNotFound, .invalidResponse: return false
+    }
+  }
+}
+
+/// What the lookup's concurrent parts report to the orchestration loop.
+private enum LookupEvent: Sendable {
+  /// cep.is (with its retries) ended.
+  case cepis(Result<Address, any Error>)
+  /// The hedging delay passed.
+  case hedge
+  /// A fallback attempt ended.
+  case fallback(FallbackOutcome)
+}
+
+extension Client {
+  /// ``lookup(_:)`` with ``fallbacks``: cep.is first; fallbacks in order, one attempt each,
+  /// when cep.is ends without an answer; the first fallback early when ``hedgeAfter`` passes
+  /// first. Every request still in flight when a definitive answer arrives is cancelled (the
+  /// task group cancels its child, whose transport abandons the request and so closes the
+  /// connection).
+  func lookupWithFallbacks(_ digits: String) async throws -> Address {
+    let deadline = totalTimeout.map { monotonicSeconds() + $0 }
+    let fallbacks = self.fallbacks
+    return try await withThrowingTaskGroup(of: LookupEvent.self) { group in
+      group.addTask {
+        do {
+          return .cepis(.success(try await lookupAtCepis(digits)))
+        } catch {
+          return .cepis(.failure(error))
+        }
+      }
+      if let hedgeAfter {
+        group.addTask {
+          // Cancelled only when the lookup is over, so the early return changes nothing.
+          try? await sleepSeconds(hedgeAfter)
+          return .hedge
+        }
+      }
+      var nextFallback = 0
+      var fallbackInFlight = false
+      var cepisFailure: CepisError?
+
+      /// Starts the next fallback within what is left of the deadline; `false` when none is
+      /// left or no time is.
+      func startNextFallback() -> Bool {
+        guard nextFallback < fallbacks.count else { return false }
+        var limit = timeout
+        if let deadline {
+          let remaining = deadline - monotonicSeconds()
+          guard remaining > 0 else { return false }
+          limit = min(limit, remaining)
+        }
+        let fallback = fallbacks[nextFallback]
+        nextFallback += 1
+        fallbackInFlight = true
+        group.addTask { .fallback(await ask(fallback, cep: digits, timeout: limit)) }
+        return true
+      }
+
+      while let event = try await group.next() {
+        if Task.isCancelled {
+          group.cancelAll()
+          throw CancellationError()
+        }
+        switch event {
+        case .cepis(.success(let address)):
+          group.cancelAll()
+          return address
+        case .cepis(.failure(let error)):
+          guard let failure = error as? CepisError, failure.allowsFallback else {
+            group.cancelAll()
+            throw error
+          }
+          cepisFailure = failure
+          if !fallbackInFlight && !startNextFallback() {
+            group.cancelAll()
+            throw failure
+          }
+        case .hedge:
+          // Only the first fallback is hedged; the others wait for cep.is to fail.
+          if cepisFailure == nil && nextFallback == 0 {
+            _ = startNextFallback()
+          }
+        case .fallback(let outcome):
+          fallbackInFlight = false
+          switch outcome {
+          case .found(let address):
+            group.cancelAll()
+            return address
+          case .notFound:
+            group.cancelAll()
+            throw CepisError.cepNotFound(digits)
+          case .failed:
+            // While cep.is is still trying, wait for it; once it has failed, go on.
+            if let cepisFailure, !startNextFallback() {
+              group.cancelAll()
+              throw cepisFailure
+            }
+          }
+        }
+      }
+      // Not reached: cep.is always reports, and every path above returns or throws.
+      throw cepisFailure ?? CepisError.networkError(message: "no source answered")
+    }
+  }
+
+  /// One attempt at `fallback`, through the client's own transport, within `timeout`
+  /// seconds. Never throws: a cancelled attempt is reported as failed, and the caller, whose
+  /// group was cancelled, no longer listens.
+  func ask(_ fallback: Fallback, cep: String, timeout: TimeInterval) async -> FallbackOutcome {
+    let agent = userAgent ?? "cepis-swift/\(Self.version) (+https://cep.is)"
+    guard let request = fallback.request(for: cep, userAgent: agent) else {
+      return .failed("cannot build a URL from base \(quoted(fallback.base))")
+    }
+    do {
+      // One attempt, with the same redirect rule and framing checks as every cep.is attempt.
+      let response = try await core.executor.sendFollowingRedirects(request, timeout: timeout)
+      return fallback.interpret(response, cep: cep)
+    } catch let failure as HTTPFailure {
+      return .failed("\(Self.map(failure))")
+    } catch is AttemptTimedOut {
+      return .failed("no complete answer within \(timeout) s")
+    } catch {
+      return .failed("\(error)")
+    }
+  }
+}
