@@ -58,7 +58,11 @@ let package = Package(
     .executableTarget(name: "CepisCLI", dependencies: ["CepisCommandLine"]),
     .executableTarget(
       name: "CepisBench",
-      dependencies: ["Cepis", "BrazilianDocuments", "CepisMock", "CepisCommandLine"],
+      dependencies: [
+        "Cepis", "BrazilianDocuments", "CepisMock", "CepisCommandLine", asyncHTTPClient,
+        .product(
+          name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+      ],
       path: "Benchmarks/CepisBench"
     ),
     .testTarget(name: "CepisHTTPTests", dependencies: ["CepisHTTP"]),

@@ -21,7 +21,9 @@ let usage = """
     serve [--port N]                          run CepisMock, print its base URL, wait for SIGTERM
     requests [--count N]                      requests lookupMany sends vs the minimum (in-process mock)
     gen-urls --base-url URL --ceps N --out F  the /csv URLs lookupMany sends for the bulk workload (curl config)
-    bulk --base-url URL --ceps N              lookupMany over N CEPs: wall, CPU, resolved
+    transports                                the transports this build has
+    bulk --base-url URL --ceps N [--transport T]   lookupMany over N CEPs: wall, CPU, resolved
+    ahc-bulk / ahc-single (trait builds)      bare AsyncHTTPClient loops: the ceiling rows
     single --base-url URL --concurrency C --seconds S [--cep CEP]   lookup loop: rps, p50, p99
     gen-csv FILE --mb N                       a cep.is-shaped CSV
     csv FILE                                  CSVReader throughput
@@ -36,6 +38,7 @@ let argv = CommandLine.arguments
 guard argv.count >= 2 else { fail(usage) }
 let command = argv[1]
 let args = Arguments(argv[2...])
+if await runTransportCommand(command, args) { exit(0) }
 
 switch command {
 case "serve":
@@ -87,7 +90,7 @@ case "gen-urls":
 case "bulk":
   guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
   let inputs = bulkWorkload(count: args.int("ceps", 1_000_000))
-  let client = Client(baseURL: base, timeout: 60)
+  let client = Client(baseURL: base, timeout: 60, transport: benchTransport(args))
   // Warm the connection pool and the code paths outside the measurement.
   _ = try? await client.lookupMany(Array(inputs.prefix(2_000)))
   let cpu0 = processCPUSeconds()
@@ -112,10 +115,13 @@ case "single":
   let cep = args.options["cep"] ?? "10000000"
   // The same connection limit as the bare-URLSession floor below, through the session the
   // client takes its configuration from.
-  let configuration = URLSessionConfiguration.ephemeral
-  configuration.httpMaximumConnectionsPerHost = max(6, concurrency)
-  let client = Client(
-    baseURL: base, timeout: 30, session: URLSession(configuration: configuration))
+  var transport = benchTransport(args)
+  if transport.kind == .urlSession {
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.httpMaximumConnectionsPerHost = max(6, concurrency)
+    transport = .urlSession(configuration)
+  }
+  let client = Client(baseURL: base, timeout: 30, transport: transport)
   for _ in 0..<concurrency { _ = try? await client.lookup(cep) }
   let cpu0 = processCPUSeconds()
   let start = nowNanos()
@@ -323,7 +329,7 @@ case "rss-loop":
   // Memory per request: the same 500-CEP batch sent again and again, RSS printed as it goes.
   guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
   let rounds = args.int("rounds", 2_000)
-  let client = Client(baseURL: base, timeout: 60)
+  let client = Client(baseURL: base, timeout: 60, transport: benchTransport(args))
   let batch = (0..<500).map { String(10_000_000 + $0 * 17) }
   for round in 1...rounds {
     do { _ = try await client.lookupMany(batch) } catch { fail("lookupMany: \(error)") }
