@@ -36,7 +36,8 @@ func hedgeBenchmark(_ args: Arguments) async {
     fail("cannot start the mocks: \(error)")
   }
   let client = Client(
-    baseURL: server.baseURL, timeout: 10, fallbacks: [.viaCEP(baseURL: viaCEPServer.baseURL)],
+    baseURL: server.baseURL, timeout: 10, transport: benchTransport(args),
+    fallbacks: [.viaCEP(baseURL: viaCEPServer.baseURL)],
     hedgeAfter: hedgeAfter)
   // Existing synthetic CEPs (values ending in 0), one per lookup.
   let ceps = (0..<lookups).map { String(10_000_000 + $0 * 10) }
