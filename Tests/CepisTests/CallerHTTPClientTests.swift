@@ -25,6 +25,39 @@
       }
     }
 
+    @Test("on a caller's client: deadlines, the body cap and cancellation hold as everywhere")
+    func callerClientKeepsTheContract() async throws {
+      try await withMockServer { server in
+        let client = Client(
+          baseURL: server.baseURL, timeout: 30, maxAttempts: 1, totalTimeout: 1,
+          transport: .asyncHTTPClient(.shared))
+        // A body dribbled a byte every 50 ms would take about a minute: totalTimeout ends it.
+        server.script(.cep, [.dribble(gap: 0.05)])
+        let (_, dribbled) = await measure {
+          await #expect(throws: CepisError.self) { try await client.lookup("01001000") }
+        }
+        #expect(dribbled < 6, "took \(dribbled) s")
+        // A Content-Length over the cap is refused before the body is read.
+        server.setMode(.cep, [.dribble(gap: 0.05)])
+        server.script(.cep, [.oversizedBody(bytes: 64 << 20)])
+        await #expect {
+          try await client.lookup("01001000")
+        } throws: { error in
+          guard case .invalidResponse(let message) = error as? CepisError else { return false }
+          return message.contains("larger than")
+        }
+        server.setMode(.cep, [])
+        // Cancelling the calling task ends the call at once.
+        server.script(.cep, [.delayHeaders(10)])
+        let task = Task { try await client.lookup("01001000") }
+        try await waitForRequests(server, on: .cep, count: 3)
+        let start = Date()
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(Date().timeIntervalSince(start) < 2)
+      }
+    }
+
     @Test("a caller's HTTPClient outlives every Cepis client made on it")
     func callerClientIsNotShutDown() async throws {
       let httpClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
