@@ -1,5 +1,6 @@
 // Fuzz target: Address and Health decoding, and the batch answer decoder, must either decode
-// or throw — never crash, and never yield an address whose CEP is not 8 digits.
+// or throw — never crash, and never yield an address whose CEP is not 8 digits. The fast reader
+// of cep.is answers must either step aside or agree with JSONDecoder exactly.
 import Foundation
 
 @testable import Cepis
@@ -11,6 +12,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   if let address = try? JSONDecoder().decode(Address.self, from: body) {
     precondition(
       address.cep.utf8.count == 8 && address.cep.utf8.allSatisfy { $0 >= 48 && $0 <= 57 })
+  }
+  if let fast = Address.fastCepisAnswer(body) {
+    let decoder = JSONDecoder()
+    decoder.userInfo[Address.fromCepisKey] = true
+    precondition(fast == (try? decoder.decode(Address.self, from: body)))
   }
   _ = try? JSONDecoder().decode(Health.self, from: body)
   let chunk = ["01001000", "20040002", "70040010"]

@@ -69,6 +69,8 @@ public struct Client: Sendable {
   public let hedgeAfter: TimeInterval?
 
   let core: HTTPClientCore
+  /// The headers of every request to cep.is, built once.
+  let requestHeaders: [(String, String)]
 
   /// Creates a client.
   ///
@@ -164,6 +166,10 @@ public struct Client: Sendable {
     self.backoffMax = policy.backoffMax
     self.totalTimeout = policy.totalTimeout
     self.userAgent = userAgent
+    self.requestHeaders = [
+      ("User-Agent", userAgent ?? "cepis-swift/\(Self.version) (+https://cep.is)"),
+      ("Accept", "application/json, text/csv;q=0.9, */*;q=0.1"),
+    ]
     self.transport = transport
     self.retryBudget = retryBudget
     self.fallbacks = fallbacks
@@ -211,9 +217,13 @@ public struct Client: Sendable {
       try Self.requireJSON(response)
       let address: Address
       do {
-        let decoder = JSONDecoder()
-        decoder.userInfo[Address.fromCepisKey] = true
-        address = try decoder.decode(Address.self, from: response.body)
+        if let fast = Address.fastCepisAnswer(response.body) {
+          address = fast
+        } else {
+          let decoder = JSONDecoder()
+          decoder.userInfo[Address.fromCepisKey] = true
+          address = try decoder.decode(Address.self, from: response.body)
+        }
       } catch {
         throw CepisError.invalidResponse(
           "JSON of an unexpected shape: \(response.bodyPreview())")
@@ -262,11 +272,7 @@ public struct Client: Sendable {
     path pathAndQuery: String,
     isFinal: @escaping @Sendable (HTTPResponse) -> Bool = { _ in false }
   ) async throws -> HTTPResponse {
-    let headers = [
-      ("User-Agent", userAgent ?? "cepis-swift/\(Self.version) (+https://cep.is)"),
-      ("Accept", "application/json, text/csv;q=0.9, */*;q=0.1"),
-    ]
-    guard let request = core.getRequest(pathAndQuery, headers: headers) else {
+    guard let request = core.getRequest(pathAndQuery, headers: requestHeaders) else {
       throw CepisError.invalidResponse("cannot build a URL from base \(quoted(core.base))")
     }
     do {

@@ -97,7 +97,9 @@
         throw HTTPFailure.network("invalid URL")
       }
       let client = self.client
-      return try await withAttemptDeadline(timeout) { gate in
+      // AsyncHTTPClient's deadline on this API covers the whole exchange, body included, and
+      // fires on the event loop: no timer of our own is needed.
+      return try await withAttemptDeadline(nil) { gate in
         let collector = ResponseCollector(gate: gate, limit: request.maxBodyBytes, timeout: timeout)
         let task = client.execute(
           request: outgoing, delegate: collector, eventLoop: .indifferent,
@@ -140,7 +142,7 @@
       let response = try await client.execute(request, deadline: deadline)
       let headers = fold(response.headers)
       if let declared = response.headers.first(name: "content-length"),
-        let length = Int(declared.trimmingCharacters(in: .whitespaces)), length > limit
+        let length = contentLength(declared), length > limit
       {
         throw HTTPFailure.bodyTooLarge(limit: limit)
       }
@@ -242,7 +244,7 @@
       status = Int(head.status.code)
       headers = fold(head.headers)
       if let declared = head.headers.first(name: "content-length"),
-        let length = Int(declared.trimmingCharacters(in: .whitespaces)), length > limit
+        let length = contentLength(declared), length > limit
       {
         return refuse(task)
       }

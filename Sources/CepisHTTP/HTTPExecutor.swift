@@ -190,7 +190,7 @@ package struct HTTPExecutor: Sendable {
   static func checkFraming(_ response: HTTPResponse) throws {
     guard response.headers["content-encoding"] == nil,
       let declared = response.headers["content-length"],
-      let expected = Int(declared.trimmingCharacters(in: .whitespaces)),
+      let expected = contentLength(declared),
       expected != response.body.count
     else { return }
     throw HTTPFailure.network(

@@ -1,5 +1,26 @@
 import Foundation
 
+/// The value of a `Content-Length` field (ASCII digits, spaces and tabs around them allowed), or
+/// `nil` when it is not one. Bytes, not Foundation's trimming: this runs for every response.
+package func contentLength(_ field: String) -> Int? {
+  var value = 0
+  var digits = 0
+  var trailing = false
+  for byte in field.utf8 {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"):
+      guard !trailing, digits < 18 else { return nil }
+      value = value * 10 + Int(byte &- UInt8(ascii: "0"))
+      digits += 1
+    case 0x20, 0x09:
+      if digits > 0 { trailing = true }
+    default:
+      return nil
+    }
+  }
+  return digits > 0 ? value : nil
+}
+
 /// A complete response as the core hands it to a client module.
 package struct HTTPResponse: Sendable, Equatable {
   /// The HTTP status code.
@@ -25,8 +46,12 @@ package struct HTTPResponse: Sendable, Equatable {
   /// (`"application/json"`), or `nil` when the header is absent.
   package var mediaType: String? {
     guard let raw = header("content-type") else { return nil }
-    let type = raw.split(separator: ";", maxSplits: 1).first.map(String.init) ?? raw
-    return type.trimmingCharacters(in: .whitespaces).lowercased()
+    // Bytes, not Foundation's `trimmingCharacters`, which costs microseconds on Linux for
+    // every response of a bulk run.
+    let type = raw.utf8.prefix { $0 != UInt8(ascii: ";") }
+    let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+    let trimmed = type.drop(while: isSpace).reversed().drop(while: isSpace).reversed()
+    return String(decoding: trimmed, as: UTF8.self).lowercased()
   }
 
   /// Whether `Content-Type` names JSON (`application/json` or any `+json` type).

@@ -139,19 +139,27 @@ package final class AttemptGate: @unchecked Sendable {
 /// racing this one: no extra task, and it holds whatever the transport underneath does. A
 /// timer source, not `asyncAfter`: a cancelled source is released at once, whereas a cancelled
 /// `asyncAfter` item stays queued, with everything it captured, until its deadline.
+///
+/// A transport whose own deadline is exact and covers the whole exchange (AsyncHTTPClient's, run
+/// on its event loop) passes `timeout: nil`: the timer source, and the two wake-ups of
+/// libdispatch's manager thread it costs per attempt, are then saved.
 package func withAttemptDeadline(
-  _ timeout: TimeInterval,
+  _ timeout: TimeInterval?,
   _ start: (AttemptGate) -> Void
 ) async throws -> HTTPResponse {
   try Task.checkCancellation()
   let gate = AttemptGate()
-  let timer = DispatchSource.makeTimerSource(queue: .global())
-  timer.setEventHandler { [weak gate] in
-    gate?.finish(.failure(AttemptTimedOut(seconds: timeout)))
+  var timer: (any DispatchSourceTimer)?
+  if let timeout {
+    let source = DispatchSource.makeTimerSource(queue: .global())
+    source.setEventHandler { [weak gate] in
+      gate?.finish(.failure(AttemptTimedOut(seconds: timeout)))
+    }
+    source.schedule(deadline: .now() + .nanoseconds(Int(min(max(timeout, 0), 86_400) * 1e9)))
+    source.resume()
+    timer = source
   }
-  timer.schedule(deadline: .now() + .nanoseconds(Int(min(max(timeout, 0), 86_400) * 1e9)))
-  timer.resume()
-  defer { timer.cancel() }
+  defer { timer?.cancel() }
   return try await withTaskCancellationHandler {
     try await withCheckedThrowingContinuation { continuation in
       if gate.install(continuation) {

@@ -154,3 +154,16 @@ struct HTTPResponseTests {
     #expect(preview.hasSuffix("…"))
   }
 }
+
+@Suite("Content-Length parsing")
+struct ContentLengthTests {
+  @Test("digits with optional surrounding spaces; anything else is no length")
+  func parsing() {
+    #expect(contentLength("1234") == 1234)
+    #expect(contentLength(" 42\t") == 42)
+    #expect(contentLength("0") == 0)
+    for bad in ["", " ", "-1", "1 2", "12a", "0x10", "+5", "1234567890123456789"] {
+      #expect(contentLength(bad) == nil, "\(bad)")
+    }
+  }
+}
