@@ -69,7 +69,8 @@ struct EnrichTests {
       #expect(written.prefix(3) == Data([0xEF, 0xBB, 0xBF]))
       #expect(
         result.err.contains(
-          "enrich: 8 rows, 3 found, 2 not found, 2 invalid, 0 errors, 1 blank, 1 requests"))
+          "enrich: 8 rows, 3 found, 2 not found, 2 invalid, 0 errors, 1 blank, "
+            + "requests 1 (minimum 1), "))
       // Duplicates are sent once, in one batch request.
       let batches = server.requests.filter { $0.path.hasSuffix("/csv") }
       #expect(batches.count == 1)
