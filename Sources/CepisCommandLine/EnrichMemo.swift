@@ -25,6 +25,8 @@ final class EnrichMemo {
   let capacity: Int
   /// Entries evicted so far.
   private(set) var evictions = 0
+  /// How often the street arena and the string pool were compacted.
+  private(set) var compactions = (streets: 0, pool: 0)
 
   private static let none = UInt32.max
   /// The pool id of `,,,,,,,not_found` (an answer that the CEP does not exist).
@@ -51,6 +53,8 @@ final class EnrichMemo {
   private var indexShift = 64 - 10
 
   private var streets = StreetArena()
+  /// The bytes of every entry's street (what the arena would hold with no slack or garbage).
+  private var liveStreetBytes = 0
   private var pool = EnrichStringPool()
   private var scratch: [UInt8] = []
 
@@ -144,7 +148,9 @@ final class EnrichMemo {
     }
     pushNewest(entry)
     _ = appendAnswer(entry, to: &out)
-    if streets.garbage > 1 << 20 && streets.garbage * 2 > streets.used { compactStreets() }
+    // Slots left behind, and slots larger than their street, are reclaimed once they make up
+    // half the arena.
+    if streets.used > 2 * liveStreetBytes + (1 << 20) { compactStreets() }
     if pool.count > 2 * keys.count + 1_024 { rebuildPool() }
   }
 
@@ -158,10 +164,10 @@ final class EnrichMemo {
     if length > capacity {
       let wanted = (length + 7) & ~7
       guard let slot = streets.allocate(wanted) else { return false }
-      streets.release(capacity)
       streetSlot[entry] = slot
       capacity = wanted
     }
+    liveStreetBytes += length - Int(streetSize[entry] & 0xFFFF)
     streets.write(scratch, at: streetSlot[entry])
     streetSize[entry] = UInt32(capacity) << 16 | UInt32(length)
     guard let address else {
@@ -184,6 +190,7 @@ final class EnrichMemo {
 
   /// Drops the last-placed entry `entry` after a failed store (never in practice).
   private func forget(_ entry: Int) {
+    liveStreetBytes -= Int(streetSize[entry] & 0xFFFF)
     removeFromIndex(entry)
     let last = keys.count - 1
     if entry != last {
@@ -319,6 +326,7 @@ final class EnrichMemo {
       streetSize[entry] = UInt32(capacity) << 16 | UInt32(length)
     }
     streets = compacted
+    compactions.streets += 1
   }
 
   private func rebuildPool() {
@@ -329,6 +337,7 @@ final class EnrichMemo {
       place[entry] = rebuilt.intern(pool.bytes(of: place[entry]))
     }
     pool = rebuilt
+    compactions.pool += 1
   }
 }
 
@@ -341,10 +350,8 @@ final class StreetArena {
   private static let blockSize = 1 << blockShift
   private var blocks: [UnsafeMutablePointer<UInt8>] = []
   private var fill = blockSize
-  /// Bytes handed out in slots.
+  /// Bytes handed out in slots, whether still in use or not.
   private(set) var used = 0
-  /// Bytes of slots given back.
-  private(set) var garbage = 0
 
   deinit {
     for block in blocks { block.deallocate() }
@@ -363,9 +370,6 @@ final class StreetArena {
     used += size
     return slot
   }
-
-  /// Gives a slot of `size` bytes back (its space is reclaimed by the next compaction).
-  func release(_ size: Int) { garbage += size }
 
   private func address(of slot: UInt32) -> UnsafeMutablePointer<UInt8> {
     blocks[Int(slot >> UInt32(Self.blockShift))] + Int(slot & UInt32(Self.blockSize - 1))
