@@ -51,7 +51,7 @@ enum Commands {
           + "(default 500000, about 30 MB; 0 keeps none)"),
       .value(
         "window", "ROWS",
-        "rows read ahead of the oldest row still waiting for its answer (default 50000)"),
+        "rows read ahead of the oldest row still waiting for its answer (default 20000)"),
       .value(
         "format", "FORMAT",
         "the summary: text (stderr) or json (stdout with -o FILE, else stderr)"),

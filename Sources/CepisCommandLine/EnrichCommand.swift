@@ -26,7 +26,7 @@ enum EnrichCommand {
   /// within 96 MB whatever the file.
   static let defaultMemo = 500_000
   /// Rows read ahead of the oldest row still waiting for its answer, by default.
-  static let defaultWindow = 50_000
+  static let defaultWindow = 20_000
 
   static func run(_ context: Context) async throws -> ToolStatus {
     let client = try context.client()
@@ -158,9 +158,24 @@ final class OutputSink {
   /// How many bytes wait to be written.
   var pendingCount: Int { buffer.count }
 
+  /// Appends `bytes`, writing the buffer out once it holds 1 MiB; a large run of bytes is
+  /// written straight from where it is, never copied into the buffer.
+  func write(_ bytes: ArraySlice<UInt8>) throws {
+    if bytes.count >= 1 << 16 {
+      try flush()
+      let ok = bytes.withUnsafeBytes { writeAll(fd, $0) }
+      if !ok {
+        throw WriteError(description: "cannot write '\(name)': \(String(cString: strerror(errno)))")
+      }
+      return
+    }
+    buffer.append(contentsOf: bytes)
+    if buffer.count >= 1 << 20 { try flush() }
+  }
+
   func flush() throws {
     guard !buffer.isEmpty else { return }
-    let ok = writeAll(fd, buffer)
+    let ok = buffer.withUnsafeBytes { writeAll(fd, $0) }
     buffer.removeAll(keepingCapacity: true)
     if !ok {
       throw WriteError(description: "cannot write '\(name)': \(String(cString: strerror(errno)))")
@@ -178,6 +193,29 @@ final class OutputSink {
       #endif
     }
   }
+}
+
+/// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`; `false` when the
+/// descriptor refuses (a closed pipe, a full disk).
+private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+  guard var cursor = bytes.baseAddress else { return true }
+  var left = bytes.count
+  while left > 0 {
+    #if canImport(Glibc)
+      let written = Glibc.write(fd, cursor, left)
+    #elseif canImport(Musl)
+      let written = Musl.write(fd, cursor, left)
+    #else
+      let written = Darwin.write(fd, cursor, left)
+    #endif
+    if written < 0 {
+      if errno == EINTR { continue }
+      return false
+    }
+    cursor += written
+    left -= written
+  }
+  return true
 }
 
 /// Progress on stderr: rows done, percentage and ETA when the input's size is known, rows

@@ -25,7 +25,7 @@ final class EnrichJob {
   /// Requests in flight at once.
   static let concurrency = 4
   /// Held input bytes that also stop the read-ahead, whatever the row cap.
-  static let readAheadBytes = 8 << 20
+  static let readAheadBytes = 4 << 20
   /// Distinct CEPs waiting, or answered but not yet written, that also stop the read-ahead:
   /// 16 chunks. Past that, a slow request holds back what would only pile up behind it.
   static let readAheadCEPs = 16 * Client.maxBatch
@@ -547,10 +547,13 @@ final class EnrichJob {
       let end =
         segmentHead + 1 < segments.count
         ? segments[segmentHead + 1].rowStart : heldBase + held.count
-      sink.buffer.append(
-        contentsOf: held[(segment.rowStart - heldBase)..<(segment.holeAt - heldBase)])
-      sink.buffer.append(contentsOf: records[id].appended)
-      sink.buffer.append(contentsOf: held[(segment.holeAt - heldBase)..<(end - heldBase)])
+      do {
+        try sink.write(held[(segment.rowStart - heldBase)..<(segment.holeAt - heldBase)])
+        try sink.write(records[id].appended[...])
+        try sink.write(held[(segment.holeAt - heldBase)..<(end - heldBase)])
+      } catch {
+        return .writeFailed("\(error)")
+      }
       countWritten(status)
       found += Int(segment.found)
       notFound += Int(segment.notFound)
@@ -566,7 +569,6 @@ final class EnrichJob {
         liveRecords -= 1
       }
       segmentHead += 1
-      if let ending = writeOut(atLeast: 1 << 20) { return ending }
     }
     if segmentHead == segments.count {
       heldBase += held.count
