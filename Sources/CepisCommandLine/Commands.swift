@@ -45,7 +45,7 @@ enum Commands {
       .flag("fail-fast", "stop with exit 3 at the first chunk that still fails after retries"),
       .flag("progress", "show progress on stderr even when it is not a terminal"),
       .flag("quiet", short: "q", "no progress and no text summary"),
-      .value("memo", "N", "answers kept, in distinct CEPs; least recent dropped (default 500000)"),
+      .value("memo", "N", "answers kept, in distinct CEPs; least recent dropped (default 400000)"),
       .value(
         "window", "ROWS",
         "rows read ahead of the oldest row still waiting for its answer (default 20000)"),

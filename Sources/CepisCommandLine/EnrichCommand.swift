@@ -22,9 +22,10 @@ enum EnrichCommand {
     "logradouro", "complemento", "bairro", "localidade", "uf", "ibge", "cepis_status",
   ]
 
-  /// Distinct CEPs the memo keeps by default: about 30 MB of answers, so that a run stays
-  /// within 96 MB whatever the file.
-  static let defaultMemo = 500_000
+  /// Distinct CEPs the memo keeps by default: about 27 MB of answers at the bound (68 bytes
+  /// an entry with a 24-byte street), so that a run whose memo is full stays well within
+  /// 96 MB, FoundationNetworking's own growth included.
+  static let defaultMemo = 400_000
   /// Rows read ahead of the oldest row still waiting for its answer, by default.
   static let defaultWindow = 20_000
 

@@ -60,7 +60,7 @@ final class EnrichJob {
   private var memo: EnrichMemo
   /// CEPs seen in this run that the memo no longer holds (evicted, or failed): with the
   /// memo's, they make the run's distinct count, and so its minimum of requests.
-  private var seen = CEPSet()
+  private let seen = CEPSet()
   private var records: [Pending] = []
   private var freeRecords: [Int32] = []
   private var liveRecords = 0

@@ -1,4 +1,5 @@
 import Cepis
+import Foundation
 
 /// What `enrich` wrote for one row.
 enum EnrichStatus: UInt8, Sendable {
@@ -17,10 +18,10 @@ enum EnrichStatus: UInt8, Sendable {
 /// (reused in place by the entry that takes over an evicted one), and the `,complemento` and
 /// `,bairro,localidade,uf,ibge,ok` fields interned in a pool, since they repeat endlessly.
 /// Rendering a hit is three byte copies. An entry costs 28 bytes, its street's bytes (rounded
-/// up to 8) and at most 8 bytes of hash index; per-entry storage is reserved once, up front
-/// (untouched pages cost nothing), so it never reallocates as the memo fills. A reference
-/// type: one owner, never copied.
-final class EnrichMemo {
+/// up to 8) and at most 16 bytes of hash index (the key beside the entry, so that a probe
+/// never leaves the table); per-entry storage is reserved once, up front (untouched pages
+/// cost nothing), so it never reallocates as the memo fills. Not copyable: it owns its arena.
+struct EnrichMemo: ~Copyable {
   /// The most entries kept.
   let capacity: Int
   /// Entries evicted so far.
@@ -48,8 +49,9 @@ final class EnrichMemo {
   private var newest = none
   private var oldest = none
 
-  // Open addressing, linear probing: entry index + 1, 0 for an empty slot.
-  private var index = [UInt32](repeating: 0, count: 1 << 10)
+  // Open addressing, linear probing: the key in the high 32 bits, entry index + 1 in the low
+  // ones (0: an empty slot), so that a probe never leaves the table.
+  private var index = [UInt64](repeating: 0, count: 1 << 10)
   private var indexShift = 64 - 10
 
   private var streets = StreetArena()
@@ -82,7 +84,7 @@ final class EnrichMemo {
   var count: Int { keys.count }
 
   /// The entry holding `cep`, now the most recently used; `nil` when the memo does not hold it.
-  func recall(_ cep: Int) -> Int? {
+  mutating func recall(_ cep: Int) -> Int? {
     guard let entry = find(UInt32(truncatingIfNeeded: cep)) else { return nil }
     touch(entry)
     return entry
@@ -104,7 +106,7 @@ final class EnrichMemo {
   /// answer to `out`; `forgotten` is called with each CEP the memo no longer holds: the one
   /// evicted to make room, and `cep` itself when it cannot be kept (a capacity of 0, a street
   /// field over 64 KiB).
-  func insert(
+  mutating func insert(
     _ cep: Int, _ address: Address?, appendingTo out: inout [UInt8], forgotten: (Int) -> Void
   ) {
     let key = UInt32(truncatingIfNeeded: cep)
@@ -158,7 +160,7 @@ final class EnrichMemo {
 
   /// Stores the answer (the street already rendered in `scratch`); `false` when the arena
   /// cannot grow.
-  private func store(_ address: Address?, in entry: Int) -> Bool {
+  private mutating func store(_ address: Address?, in entry: Int) -> Bool {
     let length = scratch.count
     var capacity = Int(streetSize[entry] >> 16)
     if length > capacity {
@@ -189,7 +191,7 @@ final class EnrichMemo {
   }
 
   /// Drops the last-placed entry `entry` after a failed store (never in practice).
-  private func forget(_ entry: Int) {
+  private mutating func forget(_ entry: Int) {
     liveStreetBytes -= Int(streetSize[entry] & 0xFFFF)
     removeFromIndex(entry)
     let last = keys.count - 1
@@ -231,7 +233,7 @@ final class EnrichMemo {
 
   // MARK: - Recency (a doubly linked list through `older`/`newer`)
 
-  private func unlink(_ entry: Int) {
+  private mutating func unlink(_ entry: Int) {
     let before = older[entry]
     let after = newer[entry]
     if before != Self.none { newer[Int(before)] = after } else { oldest = after }
@@ -240,7 +242,7 @@ final class EnrichMemo {
     newer[entry] = Self.none
   }
 
-  private func pushNewest(_ entry: Int) {
+  private mutating func pushNewest(_ entry: Int) {
     let value = UInt32(entry)
     older[entry] = newest
     newer[entry] = Self.none
@@ -248,7 +250,7 @@ final class EnrichMemo {
     newest = value
   }
 
-  private func touch(_ entry: Int) {
+  private mutating func touch(_ entry: Int) {
     guard newest != UInt32(entry) else { return }
     unlink(entry)
     pushNewest(entry)
@@ -266,22 +268,24 @@ final class EnrichMemo {
     while true {
       let value = index[slot]
       if value == 0 { return nil }
-      let entry = Int(value - 1)
-      if keys[entry] == key { return entry }
+      if UInt32(truncatingIfNeeded: value >> 32) == key {
+        return Int(truncatingIfNeeded: value & 0xFFFF_FFFF) - 1
+      }
       slot = (slot + 1) & mask
     }
   }
 
-  private func addToIndex(_ entry: Int) {
+  private mutating func addToIndex(_ entry: Int) {
     let mask = index.count - 1
-    var slot = home(of: keys[entry])
+    let key = keys[entry]
+    var slot = home(of: key)
     while index[slot] != 0 { slot = (slot + 1) & mask }
-    index[slot] = UInt32(entry + 1)
+    index[slot] = UInt64(key) << 32 | UInt64(entry + 1)
   }
 
-  private func removeFromIndex(_ entry: Int) {
+  private mutating func removeFromIndex(_ entry: Int) {
     let mask = index.count - 1
-    let target = UInt32(entry + 1)
+    let target = UInt64(keys[entry]) << 32 | UInt64(entry + 1)
     var hole = home(of: keys[entry])
     while index[hole] != target { hole = (hole + 1) & mask }
     // Backward-shift deletion: later members of the probe run move up into the hole unless
@@ -291,7 +295,7 @@ final class EnrichMemo {
       probe = (probe + 1) & mask
       let value = index[probe]
       if value == 0 { break }
-      let home = home(of: keys[Int(value - 1)])
+      let home = home(of: UInt32(truncatingIfNeeded: value >> 32))
       let stays = hole <= probe ? (hole < home && home <= probe) : (hole < home || home <= probe)
       if !stays {
         index[hole] = value
@@ -301,10 +305,10 @@ final class EnrichMemo {
     index[hole] = 0
   }
 
-  private func growIndex() {
+  private mutating func growIndex() {
     let size = index.count * 2
     index = []
-    index = [UInt32](repeating: 0, count: size)
+    index = [UInt64](repeating: 0, count: size)
     indexShift = 64 - size.trailingZeroBitCount
     for entry in keys.indices { addToIndex(entry) }
   }
@@ -312,7 +316,7 @@ final class EnrichMemo {
   // MARK: - Compaction
 
   /// Copies every entry's street into a fresh arena, each slot cut to its street's size.
-  private func compactStreets() {
+  private mutating func compactStreets() {
     let compacted = StreetArena()
     for entry in keys.indices {
       let length = Int(streetSize[entry] & 0xFFFF)
@@ -329,7 +333,7 @@ final class EnrichMemo {
     compactions.streets += 1
   }
 
-  private func rebuildPool() {
+  private mutating func rebuildPool() {
     var rebuilt = EnrichStringPool()
     Self.seed(&rebuilt)
     for entry in keys.indices {
@@ -397,23 +401,68 @@ final class StreetArena {
   }
 }
 
-/// Byte strings stored once each, named by a dense id.
+/// Byte strings stored once each, named by a dense id: one storage array, and an
+/// open-addressing index hashed a word at a time (no allocation per string).
 struct EnrichStringPool {
-  private var ids: [[UInt8]: UInt32] = [:]
   private var ends: [Int] = []
   private var storage: [UInt8] = []
+  private var hashes: [UInt64] = []
+  // Id + 1; 0 for an empty slot.
+  private var slots = [UInt32](repeating: 0, count: 1 << 6)
 
   /// How many strings the pool holds.
   var count: Int { ends.count }
 
+  private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+    var hash: UInt64 = 0x243F_6A88_85A3_08D3 ^ UInt64(bytes.count)
+    let raw = UnsafeRawBufferPointer(bytes)
+    var index = 0
+    while index + 8 <= bytes.count {
+      let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+      hash = (hash ^ word) &* 0x9E37_79B9_7F4A_7C15
+      hash ^= hash >> 29
+      index += 8
+    }
+    var tail: UInt64 = 0
+    while index < bytes.count {
+      tail = tail << 8 | UInt64(bytes[index])
+      index += 1
+    }
+    hash = (hash ^ tail) &* 0xBF58_476D_1CE4_E5B9
+    return hash ^ (hash >> 31)
+  }
+
   /// The id of `value`, added if new.
   mutating func intern(_ value: [UInt8]) -> UInt32 {
-    if let id = ids[value] { return id }
+    let hash = value.withUnsafeBufferPointer(Self.hash)
+    let mask = slots.count - 1
+    var slot = Int(truncatingIfNeeded: hash) & mask
+    while true {
+      let stored = slots[slot]
+      if stored == 0 { break }
+      let id = Int(stored - 1)
+      if hashes[id] == hash && storage[range(of: UInt32(id))].elementsEqual(value) {
+        return UInt32(id)
+      }
+      slot = (slot + 1) & mask
+    }
     let id = UInt32(ends.count)
     storage.append(contentsOf: value)
     ends.append(storage.count)
-    ids[value] = id
+    hashes.append(hash)
+    slots[slot] = id + 1
+    if ends.count * 2 > slots.count { grow() }
     return id
+  }
+
+  private mutating func grow() {
+    slots = [UInt32](repeating: 0, count: slots.count * 2)
+    let mask = slots.count - 1
+    for (id, hash) in hashes.enumerated() {
+      var slot = Int(truncatingIfNeeded: hash) & mask
+      while slots[slot] != 0 { slot = (slot + 1) & mask }
+      slots[slot] = UInt32(id + 1)
+    }
   }
 
   private func range(of id: UInt32) -> Range<Int> {
@@ -430,60 +479,43 @@ struct EnrichStringPool {
   func bytes(of id: UInt32) -> [UInt8] { Array(storage[range(of: id)]) }
 }
 
-/// A set of CEP numbers: open addressing over `UInt32`, 4 to 8 bytes a member.
-struct CEPSet {
-  // Member + 1; 0 for an empty slot.
-  private var slots = [UInt32](repeating: 0, count: 1 << 8)
-  private var shift = 64 - 8
+/// A set of CEP numbers: one bit for each of the 100,000,000 possible CEPs, in zeroed memory
+/// the system hands out a page at a time when first written (a page covers 32,768
+/// consecutive CEPs), so an empty set costs nothing and a full one 12.5 MB at most. A
+/// reference type: one owner, never copied.
+final class CEPSet {
+  private static let words = 100_000_000 / 64 + 1
+  private let bits: UnsafeMutablePointer<UInt64>
   /// How many members.
   private(set) var count = 0
 
-  private func home(of key: UInt32) -> Int {
-    Int(truncatingIfNeeded: (UInt64(key) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(shift))
+  init() {
+    // calloc, not a Swift array: an array would write every zero and make all 12.5 MB
+    // resident at once.
+    guard let memory = calloc(Self.words, MemoryLayout<UInt64>.stride) else {
+      fatalError("cannot reserve 12.5 MB of address space for the CEP set")
+    }
+    bits = memory.bindMemory(to: UInt64.self, capacity: Self.words)
   }
 
-  /// Whether `cep` is a member.
+  deinit { free(bits) }
+
+  /// Whether `cep` (0 to 99,999,999) is a member.
   func contains(_ cep: Int) -> Bool {
-    guard count > 0 else { return false }
-    let key = UInt32(truncatingIfNeeded: cep) &+ 1
-    let mask = slots.count - 1
-    var slot = home(of: key)
-    while true {
-      let value = slots[slot]
-      if value == key { return true }
-      if value == 0 { return false }
-      slot = (slot + 1) & mask
-    }
+    guard count > 0, cep >= 0, cep < 100_000_000 else { return false }
+    return bits[cep >> 6] & (1 << UInt64(cep & 63)) != 0
   }
 
-  /// Adds `cep`; `false` when it was already a member.
+  /// Adds `cep` (0 to 99,999,999; anything else is ignored); `false` when it was already a
+  /// member.
   @discardableResult
-  mutating func insert(_ cep: Int) -> Bool {
-    let key = UInt32(truncatingIfNeeded: cep) &+ 1
-    if (count + 1) * 2 > slots.count { grow() }
-    let mask = slots.count - 1
-    var slot = home(of: key)
-    while true {
-      let value = slots[slot]
-      if value == key { return false }
-      if value == 0 { break }
-      slot = (slot + 1) & mask
-    }
-    slots[slot] = key
+  func insert(_ cep: Int) -> Bool {
+    guard cep >= 0, cep < 100_000_000 else { return false }
+    let mask: UInt64 = 1 << UInt64(cep & 63)
+    guard bits[cep >> 6] & mask == 0 else { return false }
+    bits[cep >> 6] |= mask
     count += 1
     return true
-  }
-
-  private mutating func grow() {
-    let old = slots
-    slots = [UInt32](repeating: 0, count: old.count * 2)
-    shift = 64 - slots.count.trailingZeroBitCount
-    let mask = slots.count - 1
-    for key in old where key != 0 {
-      var slot = home(of: key)
-      while slots[slot] != 0 { slot = (slot + 1) & mask }
-      slots[slot] = key
-    }
   }
 }
 
@@ -491,18 +523,23 @@ struct CEPSet {
 /// quote or a line break.
 func appendCSVField(_ text: String, to out: inout [UInt8]) {
   out.append(UInt8(ascii: ","))
-  let utf8 = text.utf8
-  let needsQuotes = utf8.contains { byte in
-    byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13
+  var text = text
+  text.withUTF8 { bytes in
+    var needsQuotes = false
+    for byte in bytes
+    where byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13 {
+      needsQuotes = true
+      break
+    }
+    guard needsQuotes else {
+      out.append(contentsOf: bytes)
+      return
+    }
+    out.append(UInt8(ascii: "\""))
+    for byte in bytes {
+      if byte == UInt8(ascii: "\"") { out.append(byte) }
+      out.append(byte)
+    }
+    out.append(UInt8(ascii: "\""))
   }
-  guard needsQuotes else {
-    out.append(contentsOf: utf8)
-    return
-  }
-  out.append(UInt8(ascii: "\""))
-  for byte in utf8 {
-    if byte == UInt8(ascii: "\"") { out.append(byte) }
-    out.append(byte)
-  }
-  out.append(UInt8(ascii: "\""))
 }
