@@ -18,7 +18,7 @@ enum EnrichStatus: UInt8, Sendable {
 /// (reused in place by the entry that takes over an evicted one), and the `,complemento` and
 /// `,bairro,localidade,uf,ibge,ok` fields interned in a pool, since they repeat endlessly.
 /// Rendering a hit is three byte copies. An entry costs 28 bytes, its street's bytes (rounded
-/// up to 8) and at most 16 bytes of hash index (the key beside the entry, so that a probe
+/// up to 8) and 11 to 23 bytes of hash index (the key beside the entry, so that a probe
 /// never leaves the table); per-entry storage is reserved once, up front (untouched pages
 /// cost nothing), so it never reallocates as the memo fills. Not copyable: it owns its arena.
 struct EnrichMemo: ~Copyable {
@@ -130,7 +130,7 @@ struct EnrichMemo: ~Copyable {
       streetSize.append(0)
       complemento.append(Self.emptyString)
       place.append(Self.notFoundPlace)
-      if keys.count * 2 > index.count { growIndex() }
+      if keys.count * 10 > index.count * 7 { growIndex() }
       addToIndex(entry)
     } else {
       entry = Int(oldest)
