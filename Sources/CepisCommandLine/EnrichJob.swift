@@ -19,8 +19,8 @@ import Foundation
 /// bytes, as soon as every row before it is answered: rows behind a row still waiting are
 /// held in one byte buffer, each waiting row marking the place its answer goes.
 ///
-/// Memory is bounded by the memo's capacity and the read-ahead cap (rows and bytes), never by
-/// the length of the file.
+/// Memory is bounded by the memo's capacity and the read-ahead caps (rows, bytes, CEPs), not
+/// by the length of the file.
 final class EnrichJob {
   /// Requests in flight at once.
   static let concurrency = 4
