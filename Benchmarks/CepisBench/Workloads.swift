@@ -178,6 +178,49 @@ func generateEnrichCSV(path: String, rows: Int) -> Int {
   return workload.distinct.count
 }
 
+/// An `enrich` input of `rows` rows holding exactly `distinct` distinct valid CEPs, each at
+/// least once, the repeats and about 2 % malformed CEPs spread at random through the file
+/// (a seeded shuffle), in the spellings users type. Returns the distinct count.
+func generateSpreadEnrichCSV(path: String, rows: Int, distinct: Int, seed: UInt64) -> Int {
+  precondition(distinct <= rows && distinct <= syntheticUpper - syntheticLower + 1)
+  var random = SplitMix64(seed: seed)
+  var values: [Int] = []
+  values.reserveCapacity(distinct)
+  var taken = Set<Int>()
+  taken.reserveCapacity(distinct)
+  while values.count < distinct {
+    let value = syntheticLower + Int(random.next() % UInt64(syntheticUpper - syntheticLower + 1))
+    if taken.insert(value).inserted { values.append(value) }
+  }
+  taken = []
+  // Each slot is a CEP index (a first occurrence or a repeat) or -1 (malformed).
+  let malformed = min(rows - distinct, rows / 50)
+  var slots = Array(0..<distinct)
+  slots.reserveCapacity(rows)
+  for _ in 0..<malformed { slots.append(-1) }
+  while slots.count < rows { slots.append(Int(random.next() % UInt64(distinct))) }
+  for index in stride(from: slots.count - 1, to: 0, by: -1) {
+    slots.swapAt(index, Int(random.next() % UInt64(index + 1)))
+  }
+  let writer = FileWriter(path)
+  writer.write("id,nome,cep,observacao\n")
+  let names = [
+    "Ana Souza", "João da Silva", "Maria José", "Pedro \"Pedrinho\" Lima", "Luíza, Ltda.",
+  ]
+  for (index, slot) in slots.enumerated() {
+    let cep =
+      slot < 0
+      ? malformedSamples[Int(random.next() % UInt64(malformedSamples.count))]
+      : cepInput(values[slot], style: Int(random.next() % 4))
+    let line =
+      "\(index + 1)," + csvField(names[index % names.count]) + "," + csvField(cep) + ","
+      + (index % 7 == 0 ? "\"entregar, se possível, pela manhã\"" : "") + "\n"
+    writer.write(line)
+  }
+  writer.close()
+  return distinct
+}
+
 // MARK: - Documents
 
 private func cpfCheck(_ digits: [Int]) -> [Int] {

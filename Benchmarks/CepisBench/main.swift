@@ -30,8 +30,9 @@ let usage = """
     rss-loop --base-url URL [--rounds N]      RSS while one 500-CEP batch repeats
     gen-docs DIR [--count N]                  DIR/cpf.txt, DIR/cnpj.txt (mixed valid/invalid)
     documents DIR [--iterations N]            ns per CPF.isValid / CNPJ.isValid call
-    gen-enrich FILE --rows N                  an input for `cepis enrich`
     hedge --lookups N [--hedge-after S]       lookup p50/p99 with cep.is 10 % slow (in-process mock)
+    gen-enrich FILE --rows N [--distinct D]   an input for `cepis enrich` (with D: exactly D
+                                              distinct CEPs spread at random)
   """
 
 let argv = CommandLine.arguments
@@ -339,7 +340,11 @@ case "rss-loop":
 case "gen-enrich":
   guard let path = args.positionals.first else { fail("gen-enrich FILE --rows N") }
   let rows = args.int("rows", 100_000)
-  let distinct = generateEnrichCSV(path: path, rows: rows)
+  let distinct =
+    args.options["distinct"] == nil
+    ? generateEnrichCSV(path: path, rows: rows)
+    : generateSpreadEnrichCSV(
+      path: path, rows: rows, distinct: args.int("distinct", rows), seed: 13)
   report("rows", rows)
   report("distinct_valid", distinct)
 

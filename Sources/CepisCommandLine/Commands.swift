@@ -52,8 +52,11 @@ enum Commands {
       Appends logradouro, complemento, bairro, localidade, uf, ibge and cepis_status
       (ok, not_found, invalid, error: <kind>) to each row. One output row per input row,
       in input order; input bytes, quoting, BOM and line ends are kept. Blank lines are
-      copied as they are. Ctrl-C stops after the current window, leaving a valid CSV;
-      --resume continues it.
+      copied as they are. Each distinct CEP is asked once per run while the memo holds
+      it, 500 to a request; a partial request only at the end of the input or when the
+      read-ahead is full. The summary shows the requests sent and the fewest possible.
+      Ctrl-C writes the rows already answered, leaving a valid CSV; --resume continues it
+      (with an empty memo: CEPs answered before the interruption are asked again).
       """,
     options: [
       .value("output", short: "o", "FILE", "where to write (default: stdout)"),
@@ -61,8 +64,14 @@ enum Commands {
       .flag("resume", "continue an interrupted run: keep OUTPUT's complete rows, do the rest"),
       .flag("fail-fast", "stop with exit 3 at the first chunk that still fails after retries"),
       .flag("progress", "show progress on stderr even when it is not a terminal"),
-      .flag("quiet", short: "q", "no progress and no summary line"),
-      .value("window", "ROWS", "rows read ahead and resolved together (default 2000)"),
+      .flag("quiet", short: "q", "no progress and no text summary"),
+      .value("memo", "N", "answers kept, in distinct CEPs; least recent dropped (default 400000)"),
+      .value(
+        "window", "ROWS",
+        "rows read ahead of the oldest row still waiting for its answer (default 20000)"),
+      .value(
+        "format", "FORMAT",
+        "the summary: text (stderr) or json (stdout with -o FILE, else stderr)"),
     ],
     positionals: [PositionalSpec(name: "INPUT", help: "a CSV file with a header row, or '-'")])
 

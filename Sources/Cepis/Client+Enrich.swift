@@ -1,0 +1,38 @@
+import Foundation
+
+// Entry points for `cepis enrich`, which plans its own chunks across a whole run (a run-wide
+// memo, full chunks only) and so needs the batch endpoint one chunk at a time. `package`
+// access: not API.
+
+extension Client {
+  /// Looks up one chunk of distinct CEP numbers (`1001000` for `01001-000`) in one batch
+  /// request (plus its retries), through the same path as ``lookupMany(_:)``.
+  ///
+  /// The answer is in `numbers`' order: an address, or `nil` for a CEP that does not exist.
+  /// Callers send at most ``maxBatch`` distinct numbers from `0...99_999_999`; a longer chunk
+  /// is split into several requests rather than refused.
+  ///
+  /// - Throws: ``CepisError`` when the request still fails after its retries, or
+  ///   `CancellationError`.
+  package func lookupChunk(numbers: [Int]) async throws -> [Address?] {
+    guard numbers.count > Self.maxBatch else {
+      return try await fetchChunk(positionsOf: numbers.map(cepString))
+    }
+    var answers: [Address?] = []
+    answers.reserveCapacity(numbers.count)
+    for start in stride(from: 0, to: numbers.count, by: Self.maxBatch) {
+      let part = numbers[start..<min(start + Self.maxBatch, numbers.count)]
+      answers += try await fetchChunk(positionsOf: part.map(cepString))
+    }
+    return answers
+  }
+}
+
+/// The CEP number of an input field (`" 01001-000 "` → `1001000`), or `nil` when it is not a
+/// CEP: the rules of ``normalizeCEP(_:)`` without building a string or an error.
+package func cepNumber(ofField text: String) -> Int? {
+  if let number = cepNumber(text.utf8) { return number }
+  // Only non-ASCII whitespace (a no-break space pasted from a web page) can still make a CEP.
+  guard text.utf8.contains(where: { $0 >= 0x80 }) else { return nil }
+  return cepNumber(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+}
