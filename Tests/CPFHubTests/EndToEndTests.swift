@@ -6,6 +6,32 @@ import Testing
 
 @Suite("CPFClient against CepisMock")
 struct EndToEndTests {
+  @Test(arguments: CPFClient.Transport.availableNames)
+  func theKeyNeverFollowsARedirectToAnotherOrigin(transport: String) async throws {
+    try await withServer { server in
+      let person = knownPerson(server)
+      let port = try #require(server.baseURL.port)
+      // The same server under another name: had the client followed, the log would show it.
+      server.script(
+        .cpf, [.redirect(status: 307, location: "http://localhost:\(port)/cpf/\(person.cpf)")])
+      let error = await expectCPFHubError {
+        try await makeClient(server, transport).lookup(person.cpf)
+      }
+      guard case .invalidResponse = error else {
+        Issue.record("expected invalidResponse, got \(String(describing: error))")
+        return
+      }
+      #expect(server.requests.count == 1)
+      // Within the origin, the redirect is followed and the key goes along.
+      server.clearLog()
+      server.script(.cpf, [.redirect(status: 308, location: "/v1/cpf/\(person.cpf)")])
+      let found = try await makeClient(server, transport).lookup(person.cpf)
+      #expect(found.cpf.digits == person.cpf)
+      #expect(server.requests.map(\.path) == ["/cpf/\(person.cpf)", "/v1/cpf/\(person.cpf)"])
+      #expect(server.requests.allSatisfy { $0.headers["x-api-key"] == testKey })
+    }
+  }
+
   @Test(arguments: CPFClient.Transport.availableNames) func validCPFReturnsThePerson(
     transport: String
   ) async throws {
