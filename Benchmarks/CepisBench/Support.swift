@@ -150,3 +150,73 @@ func currentRSSMiB() -> Double {
   else { return 0 }
   return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
 }
+
+/// `concurrency` tasks calling `request` back to back for `seconds`, then the figures every
+/// single-request measure prints: requests, rps, p50/p99 latency, client CPU per request.
+func reportRequestLoop(
+  concurrency: Int, seconds: Double, _ request: @escaping @Sendable () async throws -> Void
+) async {
+  for _ in 0..<concurrency { try? await request() }  // warm the connections
+  let cpu0 = processCPUSeconds()
+  let start = nowNanos()
+  let deadline = start + UInt64(seconds * 1e9)
+  let perTask: [[Double]] = await withTaskGroup(of: [Double].self) { group in
+    for _ in 0..<concurrency {
+      group.addTask {
+        var latencies: [Double] = []
+        latencies.reserveCapacity(1 << 16)
+        while nowNanos() < deadline {
+          let t0 = nowNanos()
+          do { try await request() } catch { fail("request: \(error)") }
+          latencies.append(Double(nowNanos() - t0) / 1e6)
+        }
+        return latencies
+      }
+    }
+    var all: [[Double]] = []
+    for await latencies in group { all.append(latencies) }
+    return all
+  }
+  let elapsed = Double(nowNanos() - start) / 1e9
+  let cpu = processCPUSeconds() - cpu0
+  let latencies = perTask.flatMap { $0 }.sorted()
+  report("requests", latencies.count)
+  report("rps", format(Double(latencies.count) / elapsed, 1))
+  report("p50_ms", format(percentile(latencies, 50), 3))
+  report("p99_ms", format(percentile(latencies, 99), 3))
+  report("cpu_us_per_request", format(cpu / Double(max(1, latencies.count)) * 1e6, 1))
+}
+
+/// `fetch` over every URL, 4 in flight, then the bulk ceiling's figures (wall, CPU per CEP).
+func reportBulkFetch(
+  urls: [String], ceps: Int, _ fetch: @escaping @Sendable (String) async -> Int
+) async {
+  _ = await fetch(urls[0])  // warm the connection
+  let cpu0 = processCPUSeconds()
+  let t0 = nowNanos()
+  let bodyBytes: Int = await withTaskGroup(of: Int.self) { group in
+    var next = 0
+    var total = 0
+    for _ in 0..<min(4, urls.count) {
+      let url = urls[next]
+      next += 1
+      group.addTask { await fetch(url) }
+    }
+    while let bytes = await group.next() {
+      total += bytes
+      if next < urls.count {
+        let url = urls[next]
+        next += 1
+        group.addTask { await fetch(url) }
+      }
+    }
+    return total
+  }
+  let wall = Double(nowNanos() - t0) / 1e9
+  let cpu = processCPUSeconds() - cpu0
+  report("requests", urls.count)
+  report("body_bytes", bodyBytes)
+  report("wall_s", format(wall))
+  report("cpu_s", format(cpu))
+  report("cpu_us_per_cep", format(cpu / Double(ceps) * 1e6, 3))
+}

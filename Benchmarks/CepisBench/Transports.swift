@@ -64,36 +64,10 @@ func runTransportCommand(_ command: String, _ args: Arguments) async -> Bool {
     let seconds = args.double("seconds", 5)
     let url = base + "/" + (args.options["cep"] ?? "10000000")
     let client = bareHTTPClient()
-    for _ in 0..<concurrency { _ = try? await bareGet(client, url) }
-    let cpu0 = processCPUSeconds()
-    let start = nowNanos()
-    let deadline = start + UInt64(seconds * 1e9)
-    let perTask: [[Double]] = await withTaskGroup(of: [Double].self) { group in
-      for _ in 0..<concurrency {
-        group.addTask {
-          var latencies: [Double] = []
-          latencies.reserveCapacity(1 << 16)
-          while nowNanos() < deadline {
-            let t0 = nowNanos()
-            do { _ = try await bareGet(client, url) } catch { fail("ahc: \(error)") }
-            latencies.append(Double(nowNanos() - t0) / 1e6)
-          }
-          return latencies
-        }
-      }
-      var all: [[Double]] = []
-      for await latencies in group { all.append(latencies) }
-      return all
+    await reportRequestLoop(concurrency: concurrency, seconds: seconds) {
+      _ = try await bareGet(client, url)
     }
-    let elapsed = Double(nowNanos() - start) / 1e9
-    let cpu = processCPUSeconds() - cpu0
     try? await client.shutdown()
-    let latencies = perTask.flatMap { $0 }.sorted()
-    report("requests", latencies.count)
-    report("rps", format(Double(latencies.count) / elapsed, 1))
-    report("p50_ms", format(percentile(latencies, 50), 3))
-    report("p99_ms", format(percentile(latencies, 99), 3))
-    report("cpu_us_per_request", format(cpu / Double(max(1, latencies.count)) * 1e6, 1))
   }
 
   /// The ceiling under `bulk --transport async-http-client`: the same /csv URLs, 4 in flight,
@@ -103,34 +77,9 @@ func runTransportCommand(_ command: String, _ args: Arguments) async -> Bool {
     let inputs = bulkWorkload(count: args.int("ceps", 1_000_000))
     let urls = batchURLs(base: base, inputs: inputs)
     let client = bareHTTPClient()
-    _ = try? await bareGet(client, urls[0])
-    let cpu0 = processCPUSeconds()
-    let t0 = nowNanos()
-    let bodyBytes: Int = await withTaskGroup(of: Int.self) { group in
-      var next = 0
-      var total = 0
-      for _ in 0..<min(4, urls.count) {
-        let url = urls[next]
-        next += 1
-        group.addTask { (try? await bareGet(client, url)) ?? 0 }
-      }
-      while let bytes = await group.next() {
-        total += bytes
-        if next < urls.count {
-          let url = urls[next]
-          next += 1
-          group.addTask { (try? await bareGet(client, url)) ?? 0 }
-        }
-      }
-      return total
+    await reportBulkFetch(urls: urls, ceps: inputs.count) { url in
+      (try? await bareGet(client, url)) ?? 0
     }
-    let wall = Double(nowNanos() - t0) / 1e9
-    let cpu = processCPUSeconds() - cpu0
     try? await client.shutdown()
-    report("requests", urls.count)
-    report("body_bytes", bodyBytes)
-    report("wall_s", format(wall))
-    report("cpu_s", format(cpu))
-    report("cpu_us_per_cep", format(cpu / Double(inputs.count) * 1e6, 3))
   }
 #endif

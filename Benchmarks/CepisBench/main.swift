@@ -123,35 +123,9 @@ case "single":
     transport = .urlSession(configuration)
   }
   let client = Client(baseURL: base, timeout: 30, transport: transport)
-  for _ in 0..<concurrency { _ = try? await client.lookup(cep) }
-  let cpu0 = processCPUSeconds()
-  let start = nowNanos()
-  let deadline = start + UInt64(seconds * 1e9)
-  let perTask: [[Double]] = await withTaskGroup(of: [Double].self) { group in
-    for _ in 0..<concurrency {
-      group.addTask {
-        var latencies: [Double] = []
-        latencies.reserveCapacity(1 << 16)
-        while nowNanos() < deadline {
-          let t0 = nowNanos()
-          do { _ = try await client.lookup(cep) } catch { fail("lookup: \(error)") }
-          latencies.append(Double(nowNanos() - t0) / 1e6)
-        }
-        return latencies
-      }
-    }
-    var all: [[Double]] = []
-    for await latencies in group { all.append(latencies) }
-    return all
+  await reportRequestLoop(concurrency: concurrency, seconds: seconds) {
+    _ = try await client.lookup(cep)
   }
-  let elapsed = Double(nowNanos() - start) / 1e9
-  let cpu = processCPUSeconds() - cpu0
-  let latencies = perTask.flatMap { $0 }.sorted()
-  report("requests", latencies.count)
-  report("rps", format(Double(latencies.count) / elapsed, 1))
-  report("p50_ms", format(percentile(latencies, 50), 3))
-  report("p99_ms", format(percentile(latencies, 99), 3))
-  report("cpu_us_per_request", format(cpu / Double(max(1, latencies.count)) * 1e6, 1))
 
 case "urlsession-single":
   // The floor under `single`: bare URLSession (no Cepis code), same URL, same concurrency.
@@ -162,70 +136,21 @@ case "urlsession-single":
   let configuration = URLSessionConfiguration.ephemeral
   configuration.httpMaximumConnectionsPerHost = max(6, concurrency)
   let session = URLSession(configuration: configuration)
-  for _ in 0..<concurrency { _ = try? await session.data(from: url) }
-  let cpu0 = processCPUSeconds()
-  let start = nowNanos()
-  let deadline = start + UInt64(seconds * 1e9)
-  let perTask: [[Double]] = await withTaskGroup(of: [Double].self) { group in
-    for _ in 0..<concurrency {
-      group.addTask {
-        var latencies: [Double] = []
-        while nowNanos() < deadline {
-          let t0 = nowNanos()
-          do { _ = try await session.data(from: url) } catch { fail("urlsession: \(error)") }
-          latencies.append(Double(nowNanos() - t0) / 1e6)
-        }
-        return latencies
-      }
-    }
-    var all: [[Double]] = []
-    for await latencies in group { all.append(latencies) }
-    return all
+  await reportRequestLoop(concurrency: concurrency, seconds: seconds) {
+    _ = try await session.data(from: url)
   }
-  let elapsed = Double(nowNanos() - start) / 1e9
-  let cpu = processCPUSeconds() - cpu0
-  let latencies = perTask.flatMap { $0 }.sorted()
-  report("requests", latencies.count)
-  report("rps", format(Double(latencies.count) / elapsed, 1))
-  report("p50_ms", format(percentile(latencies, 50), 3))
-  report("p99_ms", format(percentile(latencies, 99), 3))
-  report("cpu_us_per_request", format(cpu / Double(max(1, latencies.count)) * 1e6, 1))
 
 case "urlsession-bulk":
   // The floor under `bulk`: bare URLSession fetching the same /csv URLs, 4 in flight, bodies
   // counted but not decoded.
   guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
   let inputs = bulkWorkload(count: args.int("ceps", 1_000_000))
-  let urls = batchURLs(base: base.absoluteString, inputs: inputs).compactMap(URL.init(string:))
+  let urls = batchURLs(base: base.absoluteString, inputs: inputs)
   let session = URLSession(configuration: .ephemeral)
-  _ = try? await session.data(from: urls[0])
-  let cpu0 = processCPUSeconds()
-  let t0 = nowNanos()
-  let bodyBytes: Int = await withTaskGroup(of: Int.self) { group in
-    var next = 0
-    var total = 0
-    for _ in 0..<min(4, urls.count) {
-      let url = urls[next]
-      next += 1
-      group.addTask { (try? await session.data(from: url))?.0.count ?? 0 }
-    }
-    while let bytes = await group.next() {
-      total += bytes
-      if next < urls.count {
-        let url = urls[next]
-        next += 1
-        group.addTask { (try? await session.data(from: url))?.0.count ?? 0 }
-      }
-    }
-    return total
+  await reportBulkFetch(urls: urls, ceps: inputs.count) { url in
+    guard let url = URL(string: url) else { return 0 }
+    return (try? await session.data(from: url))?.0.count ?? 0
   }
-  let wall = Double(nowNanos() - t0) / 1e9
-  let cpu = processCPUSeconds() - cpu0
-  report("requests", urls.count)
-  report("body_bytes", bodyBytes)
-  report("wall_s", format(wall))
-  report("cpu_s", format(cpu))
-  report("cpu_us_per_cep", format(cpu / Double(inputs.count) * 1e6, 3))
 
 case "gen-csv":
   guard let path = args.positionals.first else { fail("gen-csv FILE --mb N") }
