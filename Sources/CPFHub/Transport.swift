@@ -58,7 +58,9 @@ extension CPFClient {
           base: AsyncHTTPClientTransport(client: client))
       }
 
-      /// An AsyncHTTPClient transport on a new `HTTPClient`, shut down once no client uses it.
+      /// An AsyncHTTPClient transport on a new `HTTPClient`, shut down once no client uses it;
+      /// it follows no redirect itself and reports connection failures at once, whatever
+      /// `configuration` says (the rest of `configuration` applies).
       public static func asyncHTTPClient(configuration: HTTPClient.Configuration) -> Transport {
         Transport(
           description: TransportKind.asyncHTTPClient.rawValue,

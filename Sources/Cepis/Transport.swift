@@ -98,6 +98,11 @@ public struct Transport: Sendable, CustomStringConvertible {
 
     /// An AsyncHTTPClient transport on a new `HTTPClient` made with `configuration`, shut down
     /// once no client uses this transport any more.
+    ///
+    /// Two settings are Cepis's, whatever `configuration` says: the client follows no redirect
+    /// (Cepis does, within the same origin) and reports a connection that cannot be made at
+    /// once (`connectionPool.retryConnectionEstablishment` off), so that Cepis's retry loop
+    /// decides. TLS, proxy, pool size, timeouts and decompression are yours.
     public static func asyncHTTPClient(configuration: HTTPClient.Configuration) -> Transport {
       Transport(
         kind: .asyncHTTPClient, base: AsyncHTTPClientTransport(configuration: configuration))
