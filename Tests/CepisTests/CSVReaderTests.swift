@@ -60,7 +60,7 @@ struct CSVReaderTests {
   }
 
   @Test("garbage is a typed error naming the line")
-  func garbage() {
+  func garbage() throws {
     #expect(throws: CSVError(reason: .unterminatedQuote, line: 2)) {
       try fields("a\n\"open,b\nc\n")
     }
@@ -73,6 +73,13 @@ struct CSVReaderTests {
     #expect(throws: CSVError(reason: .invalidUTF8, line: 1)) {
       try CSVReader.records(in: [0x61, 0xFF, 0xFE, 0x0A])
     }
+    // A cut 4-byte sequence repairs to one U+FFFD of the same length: still refused.
+    #expect(throws: CSVError(reason: .invalidUTF8, line: 2)) {
+      try CSVReader.records(in: Array("ok\n".utf8) + [0x61, 0xF0, 0x9F, 0x98, 0x0A])
+    }
+    // A real U+FFFD, or another character encoded with an EF byte, is text like any other.
+    let legit = try CSVReader.records(in: Array("S\u{E3}o \u{FFFD} \u{FB01}\n".utf8))
+    #expect(legit.first?.fields == ["S\u{E3}o \u{FFFD} \u{FB01}"])
   }
 
   @Test("a record longer than the cap is refused instead of buffered without end")
