@@ -27,7 +27,7 @@ extension CPFClient {
     /// The names of the transports this build has, the default first.
     public static var availableNames: [String] { TransportKind.available.map(\.rawValue) }
 
-    /// ``asyncHTTPClient(_:)`` on `HTTPClient.shared` in a build with the `AsyncHTTPClient`
+    /// `asyncHTTPClient(_:)` on `HTTPClient.shared` in a build with the `AsyncHTTPClient`
     /// trait, otherwise ``urlSession(_:)``.
     public static var `default`: Transport {
       named(TransportKind.preferred.rawValue) ?? .urlSession()

@@ -23,7 +23,7 @@ import Foundation
 ///
 /// A transport holds its connections: clients made with the same `Transport` value share
 /// them. A caller's `HTTPClient` is never shut down by Cepis; one Cepis creates
-/// (``asyncHTTPClient(configuration:)``) is shut down when the last client using it is gone.
+/// (`asyncHTTPClient(configuration:)`, with the trait) is shut down when the last client using it is gone.
 public struct Transport: Sendable, CustomStringConvertible {
   /// The transports a build can have.
   public enum Kind: String, Sendable, CaseIterable, CustomStringConvertible {
