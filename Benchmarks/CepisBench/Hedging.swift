@@ -47,7 +47,7 @@ func hedgeBenchmark(_ args: Arguments) async {
 
   // Exactly round(share × lookups) slow answers, at positions drawn from a fixed seed.
   let slowCount = Int((Double(lookups) * slowShare).rounded())
-  var random = SplitMix64(seed: 12)
+  var random = SplitMix64(state: 12)
   var positions = Array(0..<lookups)
   positions.shuffle(using: &random)
   let slow = Set(positions.prefix(slowCount))

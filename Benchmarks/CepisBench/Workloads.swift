@@ -1,3 +1,4 @@
+import CepisMock
 import Foundation
 
 /// The synthetic range CepisMock serves: a CEP exists iff `value % 10 != 9`.
@@ -37,7 +38,7 @@ struct MixedWorkload {
   var distinct: [Int] = []
 
   init(count: Int, duplicateShare: Double, malformedShare: Double, seed: UInt64) {
-    var random = SplitMix64(seed: seed)
+    var random = SplitMix64(state: seed)
     var seen = Set<Int>()
     inputs.reserveCapacity(count)
     for index in 0..<count {
@@ -140,7 +141,7 @@ func generateCEPCSV(path: String, megabytes: Int) -> (bytes: Int, records: Int) 
   writer.write(header)
   written += header.utf8.count
   records += 1
-  var random = SplitMix64(seed: 42)
+  var random = SplitMix64(state: 42)
   var value = syntheticLower
   while written < target {
     let r = Int(random.next() % 1_000_000)
@@ -183,7 +184,7 @@ func generateEnrichCSV(path: String, rows: Int) -> Int {
 /// (a seeded shuffle), in the spellings users type. Returns the distinct count.
 func generateSpreadEnrichCSV(path: String, rows: Int, distinct: Int, seed: UInt64) -> Int {
   precondition(distinct <= rows && distinct <= syntheticUpper - syntheticLower + 1)
-  var random = SplitMix64(seed: seed)
+  var random = SplitMix64(state: seed)
   var values: [Int] = []
   values.reserveCapacity(distinct)
   var taken = Set<Int>()
@@ -247,7 +248,7 @@ private func cnpjCheck(_ values: [Int]) -> [Int] {
 
 /// Mixed CPF inputs: half valid (masked or not), half invalid of every kind.
 func generateCPFs(count: Int, seed: UInt64) -> [String] {
-  var random = SplitMix64(seed: seed)
+  var random = SplitMix64(state: seed)
   var out: [String] = []
   for index in 0..<count {
     let base = (0..<9).map { _ in Int(random.next() % 10) }
@@ -274,7 +275,7 @@ func generateCPFs(count: Int, seed: UInt64) -> [String] {
 
 /// Mixed CNPJ inputs: numeric and (1 in 8) alphanumeric, valid and invalid, masked or not.
 func generateCNPJs(count: Int, seed: UInt64) -> [String] {
-  var random = SplitMix64(seed: seed)
+  var random = SplitMix64(state: seed)
   let alphabet = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
   var out: [String] = []
   for index in 0..<count {

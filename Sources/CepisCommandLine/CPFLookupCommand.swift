@@ -40,7 +40,10 @@ enum CPFLookupCommand {
       case .missingAPIKey, .insecureTransport, .unauthorized:
         console.err("Set CPFHUB_API_KEY (and CPFHUB_BASE_URL or --cpfhub-url for another host).\n")
         return .usage
-      case .rateLimited, .serverError, .networkError, .timeout, .invalidResponse:
+      case .networkError:
+        console.noteNetworkFailure()
+        return .unavailable
+      case .rateLimited, .serverError, .timeout, .invalidResponse:
         return .unavailable
       }
     }
@@ -72,11 +75,9 @@ enum CPFLookupCommand {
 }
 
 extension Context {
-  /// The CPFHub client's transport: the one `--transport` names (checked by ``transport()``),
-  /// or the build's default.
+  /// The CPFHub client's transport: the one `--transport` names, or the build's default.
   func cpfTransport() throws(UsageError) -> CPFClient.Transport {
-    _ = try transport()
-    guard let name = transportName() else { return .default }
-    return CPFClient.Transport.named(name) ?? .default
+    guard let kind = try transportKind() else { return .default }
+    return CPFClient.Transport.named(kind.rawValue) ?? .default
   }
 }

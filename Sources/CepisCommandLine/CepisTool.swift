@@ -180,26 +180,31 @@ struct Context: Sendable {
       fallbacks: fallbacks, hedgeAfter: hedgeAfter)
   }
 
-  /// `--transport` (env `CEPIS_TRANSPORT`), or the build's default; a usage error for a
-  /// transport this build does not have.
+  /// `--transport` (env `CEPIS_TRANSPORT`), or the build's default.
   func transport() throws(UsageError) -> Transport {
-    guard let name = transportName() else { return .default }
+    guard let kind = try transportKind() else { return .default }
+    return Transport.make(kind) ?? .default
+  }
+
+  /// The transport `--transport` or `CEPIS_TRANSPORT` names, `nil` for the build's default; a
+  /// usage error for an unknown name or one this build lacks.
+  func transportKind() throws(UsageError) -> Transport.Kind? {
+    guard
+      let name = parsed.value("transport")
+        ?? environment["CEPIS_TRANSPORT"].flatMap({ $0.isEmpty ? nil : $0 })
+    else { return nil }
     guard let kind = Transport.Kind(rawValue: name) else {
       throw UsageError(
         message: "unknown transport '\(name)' (expected urlsession or async-http-client)",
         path: path)
     }
-    guard let transport = Transport.make(kind) else {
+    guard Transport.availableKinds.contains(kind) else {
       throw UsageError(
         message:
           "this cepis was built without the \(name) transport (build it with --traits AsyncHTTPClient)",
         path: path)
     }
-    return transport
+    return kind
   }
 
-  /// The transport named by `--transport` or `CEPIS_TRANSPORT`, if any.
-  func transportName() -> String? {
-    parsed.value("transport") ?? environment["CEPIS_TRANSPORT"].flatMap { $0.isEmpty ? nil : $0 }
-  }
 }

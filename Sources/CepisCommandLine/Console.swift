@@ -80,7 +80,6 @@ final class Console: @unchecked Sendable {
   func error(_ message: String) {
     let label = stderrColor ? "\u{1B}[31merror:\u{1B}[0m" : "error:"
     err("cepis: \(label) \(message)\n")
-    if message.hasPrefix("network error") { noteNetworkFailure() }
   }
 
   /// Records that an API could not be reached (reported however the output format shows it).
@@ -89,7 +88,7 @@ final class Console: @unchecked Sendable {
   }
 
   /// Records a network failure when `status` is one.
-  func note(_ status: CEPStatus) {
+  func noteFailure(in status: CEPStatus) {
     if status == .error(kind: "network_error") { noteNetworkFailure() }
   }
 

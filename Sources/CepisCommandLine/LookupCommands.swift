@@ -52,7 +52,7 @@ enum LookupCommand {
     var writer = RecordWriter(format: format, console: console, csvHeader: CEPResult.csvHeader)
     writer.begin()
     for case let result? in results {
-      console.note(result.status)
+      console.noteFailure(in: result.status)
       if format == .text && result.status != .ok {
         console.error(result.message ?? result.status.label)
         continue
@@ -110,7 +110,7 @@ enum BatchCommand {
       for (line, resolution) in zip(window, outcome.results) {
         let result = CEPResult(input: line, resolution: resolution)
         statuses.append(result.status)
-        console.note(result.status)
+        console.noteFailure(in: result.status)
         writer.write(
           text: result.textLine(bold: console.stdoutColor), json: result.json,
           csv: result.csvFields)
@@ -168,6 +168,7 @@ enum HealthCommand {
       health = try await client.health()
     } catch let error as CepisError {
       context.console.error(error.message)
+      if case .networkError = error { context.console.noteNetworkFailure() }
       return .unavailable
     }
     let json = JSONValue.object([

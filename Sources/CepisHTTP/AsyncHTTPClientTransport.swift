@@ -53,7 +53,7 @@
     }
 
     /// The client requests go through.
-    package let client: HTTPClient
+    private let client: HTTPClient
     /// Whether Cepis set the client's configuration (redirects disallowed).
     private let configuredByCepis: Bool
     private let owner: Owner?
@@ -141,9 +141,7 @@
     ) async throws -> HTTPResponse {
       let response = try await client.execute(request, deadline: deadline)
       let headers = fold(response.headers)
-      if let declared = response.headers.first(name: "content-length"),
-        let length = contentLength(declared), length > limit
-      {
+      if declaresMore(than: limit, response.headers) {
         throw HTTPFailure.bodyTooLarge(limit: limit)
       }
       var body = Data()
@@ -202,6 +200,13 @@
     }
   }
 
+  /// Whether `fields` announce a body longer than `limit` bytes: refused before it is read.
+  private func declaresMore(than limit: Int, _ fields: HTTPHeaders) -> Bool {
+    guard let declared = fields.first(name: "content-length"), let length = contentLength(declared)
+    else { return false }
+    return length > limit
+  }
+
   /// Header fields with lowercased names; repeated fields fold into one, as RFC 9110 allows (and
   /// as URLSession reports them).
   private func fold(_ fields: HTTPHeaders) -> [String: String] {
@@ -243,11 +248,7 @@
     > {
       status = Int(head.status.code)
       headers = fold(head.headers)
-      if let declared = head.headers.first(name: "content-length"),
-        let length = contentLength(declared), length > limit
-      {
-        return refuse(task)
-      }
+      if declaresMore(than: limit, head.headers) { return refuse(task) }
       return task.eventLoop.makeSucceededVoidFuture()
     }
 

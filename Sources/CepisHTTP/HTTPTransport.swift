@@ -76,11 +76,6 @@ package final class AttemptGate: @unchecked Sendable {
   /// Creates an open gate.
   package init() {}
 
-  /// Whether the attempt has ended.
-  package var isFinished: Bool {
-    state.withLock { $0.outcome != nil }
-  }
-
   /// Sets what ends the exchange early; runs it at once if the attempt already failed.
   package func setAbort(_ abort: @escaping @Sendable () -> Void) {
     let runNow = state.withLock { state -> Bool in

@@ -409,11 +409,24 @@ public struct MockChaos: Sendable, Hashable {
   }
 }
 
-/// The SplitMix64 generator (Steele, Lea, Flood 2014): tiny, fast and good enough for tests.
-struct SplitMix64: RandomNumberGenerator {
-  var state: UInt64
+/// The SplitMix64 generator (Steele, Lea, Flood 2014): tiny, fast, seedable and good enough for
+/// tests — the one behind ``MockChaos``, public so that a test lays out the same data on every run.
+///
+/// ```swift
+/// var generator = SplitMix64(state: 7)
+/// let cep = Int.random(in: 10_000_000...19_999_999, using: &generator)
+/// ```
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+  /// The generator's state; the seed.
+  public var state: UInt64
 
-  mutating func next() -> UInt64 {
+  /// A generator seeded with `state`.
+  public init(state: UInt64) {
+    self.state = state
+  }
+
+  /// The next 64 random bits.
+  public mutating func next() -> UInt64 {
     state &+= 0x9E37_79B9_7F4A_7C15
     var value = state
     value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9

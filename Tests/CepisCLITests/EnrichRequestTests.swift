@@ -13,18 +13,6 @@ import Testing
 /// full chunks only, failing chunks, the memo's bound, and `--resume` with an empty memo.
 @Suite("cepis enrich: requests and memo", .serialized)
 struct EnrichRequestTests {
-  /// A seeded generator, so that every run lays the same file out.
-  struct Generator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
-  }
-
   /// An input file and the output `enrich` must write for it, byte for byte.
   struct Fixture {
     var input = Data()
@@ -99,7 +87,7 @@ struct EnrichRequestTests {
         var slots: [Int] = []
         for index in 0..<4_000 { slots += Array(repeating: index, count: 5) }
         slots += Array(repeating: -1, count: 200)
-        var generator = Generator(state: 11)
+        var generator = SplitMix64(state: 11)
         slots.shuffle(using: &generator)
         var fixture = Fixture()
         for slot in slots {
@@ -141,7 +129,7 @@ struct EnrichRequestTests {
       try await withMock { server in
         var fixture = Fixture()
         for index in 0..<1_500 { fixture.add(Self.cep(index), dataset: server.dataset) }
-        var generator = Generator(state: 5)
+        var generator = SplitMix64(state: 5)
         var repeats = (0..<6_000).map { $0 % 1_500 }
         repeats.shuffle(using: &generator)
         for index in repeats {

@@ -116,7 +116,7 @@ struct ChaosSoakTests {
     -> Tally
   {
     var tally = Tally()
-    var generator = SplitMix64(seed: UInt64(worker) &* 7_919 &+ 1)
+    var generator = SplitMix64(state: UInt64(worker) &* 7_919 &+ 1)
     var remaining = lookups
     while remaining > 0 {
       if generator.next() % 100 < 89 {
@@ -192,19 +192,6 @@ struct ChaosSoakTests {
   /// A CEP from the mock's synthetic range (about one in ten does not exist) or its sample.
   static func syntheticCEP(_ generator: inout SplitMix64) -> String {
     String(10_000_000 + Int(generator.next() % 9_000_000))
-  }
-}
-
-/// A small, seedable generator so the soak is reproducible.
-struct SplitMix64: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }
 
