@@ -60,9 +60,19 @@ struct EnrichMemo: ~Copyable {
   private var pool = EnrichStringPool()
   private var scratch: [UInt8] = []
 
-  /// A memo of at most `capacity` entries (0 memoises nothing).
-  init(capacity: Int) {
+  /// Garbage in the street arena, in bytes beyond twice the live streets, that triggers a
+  /// compaction.
+  private let streetSlack: Int
+  /// Pool strings beyond twice the entries that trigger a rebuild of the pool.
+  private let poolSlack: Int
+
+  /// A memo of at most `capacity` entries (0 memoises nothing). `streetSlack` and `poolSlack`
+  /// set how much garbage the street arena and the string pool may hold before they are
+  /// compacted (tests set them low, so that compactions happen all the time).
+  init(capacity: Int, streetSlack: Int = 1 << 20, poolSlack: Int = 1_024) {
     self.capacity = max(0, capacity)
+    self.streetSlack = streetSlack
+    self.poolSlack = poolSlack
     let reserved = min(self.capacity, 1 << 20)
     keys.reserveCapacity(reserved)
     older.reserveCapacity(reserved)
@@ -113,6 +123,8 @@ struct EnrichMemo: ~Copyable {
     scratch.removeAll(keepingCapacity: true)
     if let address { appendCSVField(address.logradouro, to: &scratch) }
     guard capacity > 0, scratch.count <= Self.maxStreetBytes else {
+      // Not kept; nor is an older answer for the same CEP.
+      if let stale = find(key) { remove(stale) }
       Self.render(address, to: &out)
       forgotten(cep)
       return
@@ -130,8 +142,14 @@ struct EnrichMemo: ~Copyable {
       streetSize.append(0)
       complemento.append(Self.emptyString)
       place.append(Self.notFoundPlace)
-      if keys.count * 10 > index.count * 7 { growIndex() }
-      addToIndex(entry)
+      // Growing re-indexes every entry, this one included: it must not be added twice.
+      // (Adding it again after a growth gave it two slots; once evicted and reused, the
+      // leftover slot mapped its CEP onto the entry's next owner — issue 16.)
+      if keys.count * 10 > index.count * 7 {
+        growIndex()
+      } else {
+        addToIndex(entry)
+      }
     } else {
       entry = Int(oldest)
       forgotten(Int(keys[entry]))
@@ -143,7 +161,7 @@ struct EnrichMemo: ~Copyable {
     }
     guard store(address, in: entry) else {
       // The arena is full (4 GiB of street names): forget this entry rather than crash.
-      forget(entry)
+      remove(entry)
       Self.render(address, to: &out)
       forgotten(cep)
       return
@@ -152,8 +170,8 @@ struct EnrichMemo: ~Copyable {
     _ = appendAnswer(entry, to: &out)
     // Slots left behind, and slots larger than their street, are reclaimed once they make up
     // half the arena.
-    if streets.used > 2 * liveStreetBytes + (1 << 20) { compactStreets() }
-    if pool.count > 2 * keys.count + 1_024 { rebuildPool() }
+    if streets.used > 2 * liveStreetBytes + streetSlack { compactStreets() }
+    if pool.count > 2 * keys.count + poolSlack { rebuildPool() }
   }
 
   // MARK: - Answers
@@ -190,22 +208,32 @@ struct EnrichMemo: ~Copyable {
     return true
   }
 
-  /// Drops the last-placed entry `entry` after a failed store (never in practice).
-  private mutating func forget(_ entry: Int) {
+  /// Drops `entry` from the memo, wherever it is in the recency list (or outside it), and
+  /// moves the last entry into its place so that entries stay dense; the moved entry keeps
+  /// its place in the order of recency.
+  private mutating func remove(_ entry: Int) {
     liveStreetBytes -= Int(streetSize[entry] & 0xFFFF)
     removeFromIndex(entry)
+    if isLinked(entry) { unlink(entry) }
     let last = keys.count - 1
     if entry != last {
-      // Move the last entry into the hole, so that entries stay dense.
       removeFromIndex(last)
-      unlink(last)
+      let linked = isLinked(last)
+      let before = older[last]
+      let after = newer[last]
       keys[entry] = keys[last]
       streetSlot[entry] = streetSlot[last]
       streetSize[entry] = streetSize[last]
       complemento[entry] = complemento[last]
       place[entry] = place[last]
+      older[entry] = before
+      newer[entry] = after
+      if linked {
+        let moved = UInt32(entry)
+        if before != Self.none { newer[Int(before)] = moved } else { oldest = moved }
+        if after != Self.none { older[Int(after)] = moved } else { newest = moved }
+      }
       addToIndex(entry)
-      pushNewest(entry)
     }
     keys.removeLast()
     older.removeLast()
@@ -214,6 +242,11 @@ struct EnrichMemo: ~Copyable {
     streetSize.removeLast()
     complemento.removeLast()
     place.removeLast()
+  }
+
+  /// Whether `entry` is in the recency list (an entry being placed is not, for a moment).
+  private func isLinked(_ entry: Int) -> Bool {
+    older[entry] != Self.none || newer[entry] != Self.none || oldest == UInt32(entry)
   }
 
   /// The appended fields for an answer, as ``insert(_:_:appendingTo:forgotten:)`` writes them.
@@ -313,21 +346,64 @@ struct EnrichMemo: ~Copyable {
     for entry in keys.indices { addToIndex(entry) }
   }
 
+  // MARK: - Invariants
+
+  /// The first broken invariant of the memo's structure, or `nil`: every entry owns exactly
+  /// one index slot and every used slot names a live entry with its key; the recency list
+  /// runs through every entry once, both ways; the street bytes add up. O(capacity): for
+  /// tests.
+  func invariantViolation() -> String? {
+    var owners = [Int](repeating: 0, count: keys.count)
+    var used = 0
+    for value in index where value != 0 {
+      used += 1
+      let entry = Int(truncatingIfNeeded: value & 0xFFFF_FFFF) - 1
+      guard entry >= 0, entry < keys.count else { return "index slot names entry \(entry)" }
+      guard UInt32(truncatingIfNeeded: value >> 32) == keys[entry] else {
+        return "index slot of entry \(entry) holds key \(value >> 32), entry holds \(keys[entry])"
+      }
+      owners[entry] += 1
+    }
+    if let entry = owners.firstIndex(where: { $0 != 1 }) {
+      return "entry \(entry) (key \(keys[entry])) owns \(owners[entry]) index slots"
+    }
+    guard used == keys.count else { return "\(used) index slots for \(keys.count) entries" }
+    var seen = 0
+    var previous = Self.none
+    var cursor = oldest
+    while cursor != Self.none {
+      seen += 1
+      guard seen <= keys.count else { return "the recency list has a cycle" }
+      guard older[Int(cursor)] == previous else { return "broken back link at \(cursor)" }
+      previous = cursor
+      cursor = newer[Int(cursor)]
+    }
+    guard previous == newest else { return "the recency list does not end at the newest" }
+    guard seen == keys.count else { return "the recency list holds \(seen) of \(keys.count)" }
+    let live = keys.indices.reduce(0) { $0 + Int(streetSize[$1] & 0xFFFF) }
+    guard live == liveStreetBytes else { return "live street bytes \(live) ≠ \(liveStreetBytes)" }
+    return nil
+  }
+
   // MARK: - Compaction
 
-  /// Copies every entry's street into a fresh arena, each slot cut to its street's size.
+  /// Copies every entry's street into a fresh arena, each slot cut to its street's size. If
+  /// the fresh arena cannot hold them (never: it needs less than the old one), nothing
+  /// changes — an entry never loses its street.
   private mutating func compactStreets() {
     let compacted = StreetArena()
+    var slots = [UInt32](repeating: 0, count: keys.count)
     for entry in keys.indices {
       let length = Int(streetSize[entry] & 0xFFFF)
-      let capacity = (length + 7) & ~7
-      guard capacity > 0, let slot = compacted.allocate(capacity) else {
-        streetSize[entry] = 0
-        continue
-      }
+      guard length > 0 else { continue }
+      guard let slot = compacted.allocate((length + 7) & ~7) else { return }
       compacted.copy(from: streets, slot: streetSlot[entry], length: length, to: slot)
-      streetSlot[entry] = slot
-      streetSize[entry] = UInt32(capacity) << 16 | UInt32(length)
+      slots[entry] = slot
+    }
+    for entry in keys.indices {
+      let length = Int(streetSize[entry] & 0xFFFF)
+      streetSlot[entry] = slots[entry]
+      streetSize[entry] = length == 0 ? 0 : UInt32((length + 7) & ~7) << 16 | UInt32(length)
     }
     streets = compacted
     compactions.streets += 1

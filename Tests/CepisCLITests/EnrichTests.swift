@@ -191,11 +191,15 @@ struct EnrichTests {
           text += "\(index),\(cep)\n"
         }
         try Data(text.utf8).write(to: input)
-        let result = try await CLI.run(
-          [
-            "enrich", input.path, "-o", output.path, "--base-url", server.baseURL.absoluteString,
-            "--attempts", "6", "--timeout", "5", "--window", "700",
-          ], timeout: TimeInterval(120 + rows / 200))
+        var arguments = [
+          "enrich", input.path, "-o", output.path, "--base-url", server.baseURL.absoluteString,
+          "--attempts", "6", "--timeout", "5", "--window", "700",
+        ]
+        // `Scripts/chaos-enrich` also runs with a memo far smaller than the file's distinct
+        // CEPs (CEPIS_ENRICH_CHAOS_MEMO), so that eviction runs all the time.
+        let memo = ProcessInfo.processInfo.environment["CEPIS_ENRICH_CHAOS_MEMO"] ?? ""
+        if !memo.isEmpty { arguments += ["--memo", memo] }
+        let result = try await CLI.run(arguments, timeout: TimeInterval(120 + rows / 200))
         #expect([0, 1, 3].contains(result.status))
         let records = try CSVReader.records(in: Data(contentsOf: output))
         #expect(records.count == ceps.count + 1)
@@ -219,7 +223,9 @@ struct EnrichTests {
           }
         }
         #expect(ok > rows * 2 / 3)
-        print("chaos enrich: rows=\(rows) ok=\(ok) exit=\(result.status)")
+        print(
+          "chaos enrich: rows=\(rows) memo=\(memo.isEmpty ? "default" : memo) ok=\(ok) exit=\(result.status)"
+        )
       }
     }
   }

@@ -1,0 +1,153 @@
+import Cepis
+import CepisMock
+import Foundation
+import Testing
+
+@testable import CepisCommandLine
+
+/// `cepis enrich` against CepisMock, every output row compared with the mock's own data for
+/// that row's CEP: with memos smaller than, equal to and larger than the file's distinct CEPs
+/// (around the memo's index growths at 717 and 1,434 entries, and around the chunk size),
+/// with a small read-ahead (partial chunks) and the default one, with and without failing
+/// chunks. A failed row carries `error: …` and no address; no row ever carries another CEP's
+/// address. (Issue 16: with a memo of 1,000 or 1,999, a few rows did.)
+@Suite("cepis enrich, every row against the mock's data", .serialized)
+struct EnrichDifferentialTests {
+  /// One configuration of a run.
+  struct Case: Sendable, CustomTestStringConvertible {
+    var memo: Int
+    var window: Int?
+    var failingChunks: Bool
+
+    var testDescription: String {
+      "memo \(memo), window \(window.map(String.init) ?? "default")"
+        + (failingChunks ? ", failing chunks" : "")
+    }
+  }
+
+  /// Rows in the file; `CEPIS_ENRICH_DIFF_ROWS` sets another (the sanitizer runs use fewer).
+  static let rows =
+    ProcessInfo.processInfo.environment["CEPIS_ENRICH_DIFF_ROWS"].flatMap(Int.init) ?? 20_000
+  /// Distinct CEPs: a quarter of the rows, of which one in 20 does not exist.
+  static var distinct: Int { max(1, rows / 4) }
+
+  static let cases: [Case] = {
+    let memos = [0, 1, 7, 499, 500, 501, 1_000, 1_999, distinct + 1]
+    return memos.flatMap { memo in
+      [nil, 100].flatMap { window in
+        [false, true].map { Case(memo: memo, window: window, failingChunks: $0) }
+      }
+    }
+  }()
+
+  /// The CEPs of the file, and the mock's data: each address unique to its CEP in a field
+  /// that enrich writes (a street, or — for the empty streets — the bairro), with quoted,
+  /// empty, long and non-ASCII fields.
+  static let ceps: [Int] = (0..<distinct).map { 10_000_000 + $0 * 19 }
+
+  static let dataset: MockDataset = {
+    var addresses: [MockAddress] = []
+    for (k, value) in ceps.enumerated() where k % 20 != 19 {
+      let street: String
+      switch k % 17 {
+      case 0: street = ""
+      case 1: street = "Rua \"\(k)\", lado \(value % 7)"
+      case 2: street = "Avenida \(k) " + String(repeating: "longa ", count: 40 + k % 50)
+      case 3: street = "Travessa\n\(k)"
+      default: street = "Rua \(k)"
+      }
+      addresses.append(
+        MockAddress(
+          cep: String(value), logradouro: street, complemento: k % 5 == 0 ? "até \(k)" : "",
+          bairro: "Bairro \(k)", localidade: "Cidade \(value % 101)",
+          uf: k % 3 == 0 ? "RJ" : "SP", ibge: String(3_550_308 + k % 9)))
+    }
+    return MockDataset(addresses: addresses)
+  }()
+
+  /// The input: every distinct CEP about four times, shuffled with a fixed seed so that the
+  /// repeats of a CEP land far apart; every 97th row masked (`01001-000` form).
+  static let input: (text: String, ceps: [String]) = {
+    var values = (0..<rows).map { ceps[$0 % ceps.count] }
+    var random = SplitMix64(state: 16)
+    for index in values.indices.reversed() where index > 0 {
+      values.swapAt(index, Int(random.next() % UInt64(index + 1)))
+    }
+    var text = "id,cep\n"
+    var written: [String] = []
+    for (index, value) in values.enumerated() {
+      let digits = String(value)
+      let cep = index % 97 == 0 ? digits.prefix(5) + "-" + digits.suffix(3) : digits
+      written.append(String(cep))
+      text += "\(index),\(cep)\n"
+    }
+    return (text, written)
+  }()
+
+  static func fields(_ address: MockAddress) -> [String] {
+    [
+      address.logradouro, address.complemento, address.bairro, address.localidade, address.uf,
+      address.ibge,
+    ]
+  }
+
+  @Test(arguments: cases, cliTransports)
+  func everyRowCarriesItsOwnCEPsAnswer(_ run: Case, transport: String) async throws {
+    try await CLI.$transport.withValue(transport) {
+      var configuration = MockServer.Configuration(dataset: Self.dataset)
+      if run.failingChunks {
+        // A third of the batch requests fail (one attempt each, so they stay failed), and
+        // some answers come back reordered, short, duplicated or padded.
+        configuration.chaos = MockChaos(seed: UInt64(run.memo) &+ 99, rate: 0.35)
+      }
+      try await withMock(configuration) { server in
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let input = directory.appendingPathComponent("in.csv")
+        let output = directory.appendingPathComponent("out.csv")
+        try Data(Self.input.text.utf8).write(to: input)
+        var arguments = [
+          "enrich", input.path, "-o", output.path, "--base-url", server.baseURL.absoluteString,
+          "--memo", String(run.memo), "--attempts", run.failingChunks ? "1" : "3",
+        ]
+        if let window = run.window { arguments += ["--window", String(window)] }
+        let result = try await CLI.run(arguments, timeout: 300)
+
+        let records = try CSVReader.records(in: Data(contentsOf: output))
+        try #require(records.count == Self.input.ceps.count + 1)
+        var counts: [String: Int] = [:]
+        for (index, record) in records.dropFirst().enumerated() {
+          let cep = Self.input.ceps[index]
+          try #require(record.fields.count == 9, "row \(index)")
+          #expect(record.fields[0] == String(index) && record.fields[1] == cep, "row \(index)")
+          let status = record.fields[8]
+          let answer = Array(record.fields[2...7])
+          switch status {
+          case "ok":
+            let truth = server.dataset.address(for: cep)
+            #expect(truth.map(Self.fields) == answer, "row \(index), CEP \(cep)")
+          case "not_found":
+            #expect(server.dataset.address(for: cep) == nil, "row \(index), CEP \(cep)")
+            #expect(answer.allSatisfy { $0.isEmpty })
+          default:
+            let failedAsAllowed = run.failingChunks && status.hasPrefix("error: ")
+            #expect(failedAsAllowed, "row \(index): \(status)")
+            #expect(answer.allSatisfy { $0.isEmpty }, "row \(index): a failed row has no address")
+          }
+          counts[status.hasPrefix("error: ") ? "error" : status, default: 0] += 1
+        }
+        // Some CEPs do not exist (1); a failed chunk makes it 3.
+        #expect(result.status == (counts["error", default: 0] > 0 ? 3 : 1), "\(result.err)")
+        #expect(counts["ok", default: 0] > (run.failingChunks ? Self.rows / 3 : Self.rows * 9 / 10))
+        if !run.failingChunks {
+          #expect(counts["error", default: 0] == 0)
+          if run.memo > Self.distinct && run.window == nil {
+            // Every distinct CEP asked once: the fewest requests.
+            let batches = server.requests.filter { $0.path.hasSuffix("/csv") }.count
+            #expect(batches == (Self.distinct + Client.maxBatch - 1) / Client.maxBatch)
+          }
+        }
+      }
+    }
+  }
+}
