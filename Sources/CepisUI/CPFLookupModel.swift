@@ -1,4 +1,5 @@
 #if canImport(Observation)
+  import CPFHub
   import Foundation
   import Observation
 
