@@ -292,7 +292,9 @@
     // MARK: - Text
 
     private static func digits(of text: String) -> String {
-      String(decoding: text.utf8.filter { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }, as: UTF8.self)
+      String(
+        decoding: text.utf8.filter { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") },
+        as: UTF8.self)
     }
 
     private static func format(_ digits: String) -> String {

@@ -9,7 +9,7 @@
 
   @Suite("CPFLookupModel against CepisMock")
   @MainActor
-  struct ModelTests {
+  struct CPFLookupModelTests {
     @Test(arguments: CPFClient.Transport.availableNames) func successShowsThePerson(
       transport: String
     ) async throws {

@@ -2,6 +2,7 @@ import BrazilianDocuments
 import CPFHub
 import Cepis
 import CepisMock
+import CepisUI
 import Foundation
 import Testing
 
@@ -57,6 +58,7 @@ func cepRequests(_ server: MockServer) -> [MockRequestRecord] {
 /// `false` after `timeout` seconds.
 @discardableResult
 func eventually(
+  isolation: isolated (any Actor)? = #isolation,
   timeout: TimeInterval = 10,
   sourceLocation: SourceLocation = #_sourceLocation,
   _ condition: () -> Bool
@@ -79,6 +81,7 @@ func eventually(
 ///
 /// `@unchecked Sendable` is sound: `now`, `sleepers` and `nextID` are only read or written
 /// while `lock` is held, and continuations are resumed after it is released.
+@available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
 final class ManualClock: Clock, @unchecked Sendable {
   /// A point on the manual timeline.
   struct Instant: InstantProtocol {
@@ -111,7 +114,8 @@ final class ManualClock: Clock, @unchecked Sendable {
       return nextID
     }
     try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<Void, any Error>) in
         let outcome: Result<Void, any Error>? = locked {
           if cancelled.remove(id) != nil { return .failure(CancellationError()) }
           if deadline <= current { return .success(()) }
@@ -191,6 +195,14 @@ func unknownCPF(_ server: MockServer) -> CPF {
 func wrongCheckDigit(_ digits: String) -> String {
   let last = Int(String(digits.last!))!
   return String(digits.dropLast()) + String((last + 1) % 10)
+}
+
+/// The kind of the failure in `state` (`"server_error"`, `"network_error"`…), or `nil` when
+/// it is not `.failed`.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+func failureKind(_ state: AddressFormModel.State) -> String? {
+  guard case .failed(let error) = state else { return nil }
+  return error.kind
 }
 
 /// A thread-safe boolean for observation callbacks.
