@@ -35,7 +35,7 @@
   ///   telling the customer to check the CEP or the connection, or to fill the address by
   ///   hand; ``retry()`` asks again.
   ///
-  /// The lookup is the client's ``Client/lookup(_:)``: the client's fallbacks, hedging and
+  /// The lookup is the client's `Client.lookup(_:)`: the client's fallbacks, hedging and
   /// retries apply, and a client that caches answers fills a CEP seen before while offline.
   @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @MainActor
