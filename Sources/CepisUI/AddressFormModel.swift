@@ -125,6 +125,11 @@
       self.sleep = { duration in try await clock.sleep(for: duration) }
     }
 
+    deinit {
+      // A form that is gone asks nothing more.
+      task?.cancel()
+    }
+
     /// Whether the form holds everything an address needs to be submitted: a complete CEP,
     /// street, number, neighbourhood, city and a valid UF that agrees with the CEP's range,
     /// with no lookup running. The same as `address != nil`.

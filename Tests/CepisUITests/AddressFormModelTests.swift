@@ -396,6 +396,20 @@
       }
     }
 
+    @Test func aFormThatIsGoneAsksNothing() async throws {
+      try await withServer { server in
+        let clock = ManualClock()
+        var form: AddressFormModel? = makeForm(makeCEPClient(server.baseURL), clock)
+        form?.cep = "01001000"
+        await eventually { clock.sleeperCount == 1 }
+        form = nil
+        await eventually { clock.sleeperCount == 0 }
+        clock.advance(by: .seconds(1))
+        try await Task.sleep(nanoseconds: 50_000_000)
+        #expect(cepRequests(server).isEmpty)
+      }
+    }
+
     // MARK: - What the screen and the submit button rely on
 
     @Test func observersOfStateAndCEPAreNotified() async throws {
