@@ -194,7 +194,9 @@
     /// A new complete CEP: clear what the model filled for the previous one, set the UF
     /// offline, remember the fields as they are now, and ask after the debounce.
     private func complete(_ digits: String) {
-      for field in Autofill.fields where self[keyPath: field.model] == filled[keyPath: field.own] {
+      for field in Autofill.fields {
+        let own = filled[keyPath: field.own]
+        guard !own.isEmpty, self[keyPath: field.model] == own else { continue }
         self[keyPath: field.model] = ""
         filled[keyPath: field.own] = ""
       }
