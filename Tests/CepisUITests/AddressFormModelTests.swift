@@ -189,6 +189,28 @@
       }
     }
 
+    @Test func deletingADigitCancelsTheLookupInFlight() async throws {
+      try await withServer { server in
+        let clock = ManualClock()
+        let form = makeForm(makeCEPClient(server.baseURL), clock)
+        server.script(.cep, [.delayHeaders(2)])
+        form.cep = "01001000"
+        await eventually { clock.sleeperCount == 1 }
+        clock.advance(by: Self.debounce)
+        await eventually { cepRequests(server).count == 1 }
+        let inFlight = try #require(form.pendingLookup)
+
+        form.cep = "01001-00"
+        #expect(form.state == .incomplete)
+        #expect(form.pendingLookup == nil)
+        await eventually { cepRequests(server).first?.clientClosed == true }
+        await inFlight.value
+        #expect(form.state == .incomplete)
+        #expect(form.logradouro.isEmpty)
+        #expect(form.message == nil)
+      }
+    }
+
     // MARK: - The fields
 
     @Test func theCustomersEditsAreKept() async throws {
