@@ -29,6 +29,10 @@
   public struct AddressFormView: View {
     @Bindable private var model: AddressFormModel
     @FocusState private var focus: Field?
+    /// What the CEP field shows. Not bound to `model.cep` directly: when the model rejects a
+    /// keystroke (a ninth digit, a letter), its value does not change, nothing is observed,
+    /// and a bound field would keep showing the rejected character.
+    @State private var cepInput = ""
 
     private enum Field: Hashable {
       case cep
@@ -44,13 +48,20 @@
     public var body: some View {
       Section("Endereço") {
         HStack {
-          TextField("CEP", text: $model.cep, prompt: Text("00000-000"))
+          TextField("CEP", text: $cepInput, prompt: Text("00000-000"))
             #if os(iOS)
               .textContentType(.postalCode)
               .keyboardType(.numberPad)
             #endif
             .focused($focus, equals: .cep)
             .accessibilityLabel("CEP")
+            .onChange(of: cepInput) { _, typed in
+              model.cep = typed
+              if cepInput != model.cep { cepInput = model.cep }
+            }
+            .onChange(of: model.cep, initial: true) { _, cep in
+              if cepInput != cep { cepInput = cep }
+            }
           if model.state == .searching {
             ProgressView()
               .accessibilityLabel("Buscando o endereço do CEP")
