@@ -24,6 +24,7 @@ let package = Package(
     .library(name: "Cepis", targets: ["Cepis"]),
     .library(name: "BrazilianDocuments", targets: ["BrazilianDocuments"]),
     .library(name: "CPFHub", targets: ["CPFHub"]),
+    .library(name: "CepisUI", targets: ["CepisUI"]),
     .library(name: "CepisMock", targets: ["CepisMock"]),
     .executable(name: "cepis", targets: ["CepisCLI"]),
     .executable(name: "cepis-bench", targets: ["CepisBench"]),
@@ -46,6 +47,9 @@ let package = Package(
     .target(name: "Cepis", dependencies: ["CepisHTTP", asyncHTTPClient]),
     .target(name: "BrazilianDocuments"),
     .target(name: "CPFHub", dependencies: ["CepisHTTP", "BrazilianDocuments", asyncHTTPClient]),
+    // View models (Observation, tested on Linux) and SwiftUI views: the client modules never
+    // import SwiftUI.
+    .target(name: "CepisUI", dependencies: ["Cepis", "CPFHub", "BrazilianDocuments"]),
     // The loopback server never imports the clients: it must be able to catch their mistakes.
     .target(name: "CepisMock", dependencies: ["BrazilianDocuments"]),
     // The command-line tool's logic lives in a library so its parser can be unit-tested;
@@ -72,6 +76,9 @@ let package = Package(
     .testTarget(
       name: "CPFHubTests",
       dependencies: ["CPFHub", "CepisMock", "BrazilianDocuments", asyncHTTPClient]),
+    .testTarget(
+      name: "CepisUITests",
+      dependencies: ["CepisUI", "Cepis", "CPFHub", "BrazilianDocuments", "CepisMock"]),
     .testTarget(name: "CepisMockTests", dependencies: ["CepisMock"]),
     .testTarget(
       name: "CepisCLITests",

@@ -35,7 +35,7 @@ func makeClient(
     baseURL: baseURL ?? server?.baseURL ?? URL(string: "http://127.0.0.1:9")!,
     pathPrefix: pathPrefix, timeout: timeout, maxAttempts: maxAttempts, backoffBase: 0.01,
     backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
-    transport: .urlSession(),
+    transport: makeTransport(transport),
     retryBudget: .standard, environment: environment)
 }
 

@@ -1,4 +1,5 @@
 #if canImport(Observation)
+  import CPFHub
   import Foundation
   import Observation
 
@@ -34,7 +35,7 @@
     @ObservationIgnored private var current: Task<Void, Never>?
     @ObservationIgnored private var generation = 0
 
-    /// The message shown when a lookup fails with something other than ``CPFHubError``.
+    /// The message shown when a lookup fails with something other than `CPFHubError`.
     public static let genericErrorMessage = "Não foi possível consultar o CPF. Tente novamente."
 
     /// Creates a model that looks CPFs up with `client`.

@@ -2,13 +2,14 @@
   import BrazilianDocuments
   import CPFHub
   import CepisMock
+  import CepisUI
   import Foundation
   import Observation
   import Testing
 
   @Suite("CPFLookupModel against CepisMock")
   @MainActor
-  struct ModelTests {
+  struct CPFLookupModelTests {
     @Test(arguments: CPFClient.Transport.availableNames) func successShowsThePerson(
       transport: String
     ) async throws {
@@ -195,31 +196,6 @@
         #expect(model.person == nil)
         #expect(model.errorMessage == nil)
       }
-    }
-  }
-
-  /// A thread-safe boolean for observation callbacks.
-  final class Flag: Sendable {
-    private let storage = Mutexless()
-    var value: Bool { storage.get() }
-    func set() { storage.set() }
-  }
-
-  /// An `NSLock`-guarded boolean.
-  ///
-  /// `@unchecked Sendable` is sound: `flag` is only read or written while `lock` is held.
-  final class Mutexless: @unchecked Sendable {
-    private let lock = NSLock()
-    private var flag = false
-    func get() -> Bool {
-      lock.lock()
-      defer { lock.unlock() }
-      return flag
-    }
-    func set() {
-      lock.lock()
-      defer { lock.unlock() }
-      flag = true
     }
   }
 #endif

@@ -1,4 +1,5 @@
 #if canImport(SwiftUI)
+  import CPFHub
   import SwiftUI
 
   /// The tutorial's lookup screen, rebuilt on ``CPFLookupModel``: a CPF field, a button, and

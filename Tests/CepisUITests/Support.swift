@@ -1,0 +1,224 @@
+import BrazilianDocuments
+import CPFHub
+import Cepis
+import CepisMock
+import CepisUI
+import Foundation
+import Testing
+
+/// The key the mock accepts in these tests: distinctive, so a leak is easy to find.
+let testKey = "sk_test_9f8e7d6c5b4a-SECRET"
+
+/// Starts a mock server that speaks cep.is and cpfhub.io, runs `body`, and stops the server
+/// whatever happens.
+func withServer<T>(
+  isolation: isolated (any Actor)? = #isolation,
+  _ body: (MockServer) async throws -> T
+) async throws -> T {
+  try await MockServer.withServer(.init(cpfAPIKeys: [testKey]), isolation: isolation, body)
+}
+
+// MARK: - CEP
+
+/// A fast CEP client for tests over the transport `kind`: tiny backoffs, short deadlines.
+func makeCEPClient(
+  _ baseURL: URL, _ kind: Transport.Kind = .urlSession, maxAttempts: Int = 2,
+  timeout: TimeInterval = 5
+) -> Client {
+  guard let transport = Transport.make(kind) else {
+    preconditionFailure("\(kind) is listed as available but cannot be made")
+  }
+  return Client(
+    baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: 0.01,
+    backoffMax: 0.02, totalTimeout: 10, transport: transport, retryBudget: nil)
+}
+
+/// A base URL on 127.0.0.1 where nothing listens: a server was started there and stopped.
+func closedPortURL() async throws -> URL {
+  let server = try await MockServer.start()
+  let url = server.baseURL
+  await server.stop()
+  return url
+}
+
+/// An 8-digit CEP the mock does not know, inside São Paulo's range (so `uf` is known offline).
+func unknownCEP(_ server: MockServer) -> String {
+  // Synthetic CEPs ending in 9 do not exist.
+  var value = 19_999_999
+  while server.dataset.address(for: String(value)) != nil { value -= 10 }
+  return String(value)
+}
+
+/// The requests the server logged for single CEP lookups (`GET /{cep}`), oldest first.
+func cepRequests(_ server: MockServer) -> [MockRequestRecord] {
+  server.requests.filter { $0.route == .cep }
+}
+
+/// Waits, yielding to other tasks, until `condition` holds; records an issue and returns
+/// `false` after `timeout` seconds.
+@discardableResult
+func eventually(
+  isolation: isolated (any Actor)? = #isolation,
+  timeout: TimeInterval = 10,
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ condition: () -> Bool
+) async -> Bool {
+  let deadline = Date().addingTimeInterval(timeout)
+  while !condition() {
+    guard Date() < deadline else {
+      Issue.record("condition never held", sourceLocation: sourceLocation)
+      return false
+    }
+    try? await Task.sleep(nanoseconds: 2_000_000)
+  }
+  return true
+}
+
+// MARK: - A clock the test moves by hand
+
+/// A `Clock` whose time moves only when the test calls ``advance(by:)``: a debounce of any
+/// length is waited out instantly, and "changed within the debounce" is exact.
+///
+/// `@unchecked Sendable` is sound: `now`, `sleepers` and `nextID` are only read or written
+/// while `lock` is held, and continuations are resumed after it is released.
+@available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
+final class ManualClock: Clock, @unchecked Sendable {
+  /// A point on the manual timeline.
+  struct Instant: InstantProtocol {
+    var offset: Duration
+    func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+    func duration(to other: Instant) -> Duration { other.offset - offset }
+    static func < (left: Instant, right: Instant) -> Bool { left.offset < right.offset }
+  }
+
+  private struct Sleeper {
+    var deadline: Instant
+    var continuation: CheckedContinuation<Void, any Error>
+  }
+
+  private let lock = NSLock()
+  private var current = Instant(offset: .zero)
+  private var sleepers: [Int: Sleeper] = [:]
+  private var cancelled: Set<Int> = []
+  private var nextID = 0
+
+  var now: Instant { locked { current } }
+  var minimumResolution: Duration { .zero }
+
+  /// How many tasks are sleeping on this clock right now.
+  var sleeperCount: Int { locked { sleepers.count } }
+
+  func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+    let id = locked {
+      nextID += 1
+      return nextID
+    }
+    try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<Void, any Error>) in
+        let outcome: Result<Void, any Error>? = locked {
+          if cancelled.remove(id) != nil { return .failure(CancellationError()) }
+          if deadline <= current { return .success(()) }
+          sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
+          return nil
+        }
+        if let outcome { continuation.resume(with: outcome) }
+      }
+    } onCancel: {
+      let sleeper: Sleeper? = locked {
+        guard let sleeper = sleepers.removeValue(forKey: id) else {
+          cancelled.insert(id)
+          return nil
+        }
+        return sleeper
+      }
+      sleeper?.continuation.resume(throwing: CancellationError())
+    }
+  }
+
+  /// Moves time forward and wakes every sleeper whose deadline has come.
+  func advance(by duration: Duration) {
+    let due: [Sleeper] = locked {
+      current = current.advanced(by: duration)
+      let ready = sleepers.filter { $0.value.deadline <= current }
+      for id in ready.keys { sleepers.removeValue(forKey: id) }
+      return Array(ready.values)
+    }
+    for sleeper in due { sleeper.continuation.resume() }
+  }
+
+  private func locked<T>(_ body: () throws -> T) rethrows -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body()
+  }
+}
+
+// MARK: - CPF
+
+/// A fast CPF client for tests over the transport named `transport`: tiny backoffs, short
+/// deadlines, no reading of the real environment.
+func makeClient(
+  _ server: MockServer?,
+  _ transport: String,
+  apiKey: String? = testKey,
+  baseURL: URL? = nil,
+  timeout: TimeInterval = 2,
+  maxAttempts: Int = 3,
+  totalTimeout: TimeInterval? = 5
+) -> CPFClient {
+  guard let made = CPFClient.Transport.named(transport) else {
+    preconditionFailure("\(transport) is listed as available but cannot be made")
+  }
+  return CPFClient(
+    apiKey: apiKey,
+    baseURL: baseURL ?? server?.baseURL ?? URL(string: "http://127.0.0.1:9")!,
+    pathPrefix: "/cpf", timeout: timeout, maxAttempts: maxAttempts, backoffBase: 0.01,
+    backoffMax: 0.05, totalTimeout: totalTimeout, userAgent: nil, transport: made,
+    retryBudget: .standard, environment: [:])
+}
+
+/// A person the mock knows.
+func knownPerson(_ server: MockServer, index: Int = 0) -> MockPerson {
+  server.dataset.people[index % server.dataset.people.count]
+}
+
+/// A valid CPF the mock does not know.
+func unknownCPF(_ server: MockServer) -> CPF {
+  while true {
+    let cpf = CPF.random()
+    if server.dataset.person(for: cpf.digits) == nil { return cpf }
+  }
+}
+
+/// `digits` with its last check digit changed, so it fails validation.
+func wrongCheckDigit(_ digits: String) -> String {
+  let last = Int(String(digits.last!))!
+  return String(digits.dropLast()) + String((last + 1) % 10)
+}
+
+/// The kind of the failure in `state` (`"server_error"`, `"network_error"`…), or `nil` when
+/// it is not `.failed`.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+func failureKind(_ state: AddressFormModel.State) -> String? {
+  guard case .failed(let error) = state else { return nil }
+  return error.kind
+}
+
+/// A thread-safe boolean for observation callbacks.
+///
+/// `@unchecked Sendable` is sound: `flag` is only read or written while `lock` is held.
+final class Flag: @unchecked Sendable {
+  private let lock = NSLock()
+  private var flag = false
+  var value: Bool {
+    lock.lock()
+    defer { lock.unlock() }
+    return flag
+  }
+  func set() {
+    lock.lock()
+    defer { lock.unlock() }
+    flag = true
+  }
+}
