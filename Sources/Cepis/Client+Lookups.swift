@@ -1,0 +1,151 @@
+/// One answer of a ``LookupStream``: a row, as given, and the result for its CEP.
+public struct LookupAnswer<Row: Sendable>: Sendable {
+  /// The row, exactly as the input sequence gave it.
+  public let row: Row
+  /// The address (`.success(nil)`: the CEP does not exist), or why there is none:
+  /// ``CepisError/invalidCEP(_:)`` for a malformed CEP (never sent), or the error of the
+  /// request that carried this row's CEP after its retries.
+  public let result: Result<Address?, CepisError>
+
+  /// The address, or `nil` when the CEP does not exist or the lookup failed.
+  public var address: Address? { try? result.get() }
+}
+
+/// How a ``LookupStream`` spends requests and memory.
+public struct BulkOptions: Sendable, Hashable {
+  /// The most distinct CEPs whose answers the stream keeps, so that a CEP that comes back is
+  /// not asked again (the least recently used is forgotten first). Default 100,000 — about
+  /// 30 MB of addresses at most. 0 keeps none: a CEP is then asked once for the rows that
+  /// wait for it together, and again when it comes back later.
+  public var memoCapacity: Int
+  /// The most rows read ahead of the first row not yet answered. While fewer are waiting,
+  /// only full chunks of ``Client/maxBatch`` CEPs are sent; when the read-ahead is full (or
+  /// the input ends), a partial chunk goes. Default 8,000: 16 chunks.
+  public var readAhead: Int
+  /// Batch requests in flight at once. Default 4.
+  public var chunksInFlight: Int
+
+  /// Options with the defaults above; values below 1 (0 for `memoCapacity`) are raised.
+  public init(memoCapacity: Int = 100_000, readAhead: Int = 8_000, chunksInFlight: Int = 4) {
+    self.memoCapacity = max(0, memoCapacity)
+    self.readAhead = max(1, readAhead)
+    self.chunksInFlight = max(1, chunksInFlight)
+  }
+}
+
+extension Client {
+  /// Looks up the CEP of every row of `rows` through the batch endpoint, answering each row in
+  /// order, as a stream.
+  ///
+  /// ```swift
+  /// for try await answer in client.lookups(customers, cep: { $0.cep }) {
+  ///   switch answer.result {
+  ///   case .success(let address?): save(answer.row, address)
+  ///   case .success(nil): markUnknown(answer.row)        // the CEP does not exist
+  ///   case .failure(let error): retryLater(answer.row, error)
+  ///   }
+  /// }
+  /// ```
+  ///
+  /// - Exactly one answer per row, in the rows' order. A malformed CEP is
+  ///   ``CepisError/invalidCEP(_:)`` for its row and costs no request.
+  /// - Each distinct CEP is asked once while the memo holds its answer
+  ///   (``BulkOptions/memoCapacity``); rows are read lazily, and only full chunks of
+  ///   ``maxBatch`` CEPs go out while rows keep coming — a partial one at the end, or when the
+  ///   read-ahead (``BulkOptions/readAhead``) is full. ``BulkOptions/chunksInFlight`` requests
+  ///   run at once.
+  /// - Rows are matched to answers by their own CEP, never by position: a server that
+  ///   reorders, omits or repeats rows cannot put an address on the wrong row.
+  /// - A chunk that still fails after its retries gives `.failure(error)` to its own rows
+  ///   only; the stream goes on, and those CEPs are asked again if they come back.
+  /// - The stream throws only when `rows` throws (after the answers of every row read before
+  ///   it) or the task is cancelled. Leaving the loop early cancels the requests in flight
+  ///   and reads no more rows.
+  /// - Memory depends on the read-ahead and the memo, never on the number of rows: a slow
+  ///   consumer stops the reading.
+  ///
+  /// The batch endpoint carries no coordinates (every ``Address/geo`` is `nil`), and
+  /// ``fallbacks`` are not asked (the public services have no batch endpoint).
+  ///
+  /// - Parameters:
+  ///   - rows: The rows, of any `Sendable` type, read as the stream is consumed.
+  ///   - cep: Picks the CEP out of a row (masked or not; surrounding spaces are ignored).
+  ///   - options: Memo, read-ahead and requests in flight.
+  public func lookups<Rows: AsyncSequence & Sendable>(
+    _ rows: Rows, cep: @escaping @Sendable (Rows.Element) -> String,
+    options: BulkOptions = BulkOptions()
+  ) -> LookupStream<Rows> where Rows.Element: Sendable {
+    LookupStream(client: self, rows: rows, cep: cep, options: options)
+  }
+
+  /// Looks up every CEP of `ceps` through the batch endpoint, as a stream of answers in the
+  /// same order; the row of each answer is the CEP string as given.
+  ///
+  /// ```swift
+  /// for try await answer in client.lookups(["01001-000", "oops", "20040020"]) {
+  ///   print(answer.row, answer.result)
+  /// }
+  /// ```
+  ///
+  /// The rules of ``lookups(_:cep:options:)`` apply.
+  public func lookups<CEPs: Sequence & Sendable>(
+    _ ceps: CEPs, options: BulkOptions = BulkOptions()
+  ) -> LookupStream<AsyncRows<CEPs>> where CEPs.Element == String {
+    LookupStream(client: self, rows: AsyncRows(ceps), cep: { $0 }, options: options)
+  }
+}
+
+/// A `Sequence` read as an `AsyncSequence`: the rows of ``Client/lookups(_:options:)``.
+public struct AsyncRows<Base: Sequence & Sendable>: AsyncSequence, Sendable
+where Base.Element: Sendable {
+  /// A row of the base sequence.
+  public typealias Element = Base.Element
+  private let base: Base
+
+  /// Reads `base`, one element a call.
+  public init(_ base: Base) { self.base = base }
+
+  /// An iterator over the base sequence.
+  public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeIterator()) }
+
+  /// The iterator of ``AsyncRows``: the base sequence's, one element a call.
+  public struct Iterator: AsyncIteratorProtocol {
+    var base: Base.Iterator
+
+    /// The next element of the base sequence, or `nil` at its end.
+    public mutating func next() async -> Base.Element? { base.next() }
+  }
+}
+
+/// The answers of ``Client/lookups(_:cep:options:)``, one per row, in the rows' order.
+///
+/// Iterate it once: each iteration reads `rows` afresh and sends its own requests.
+public struct LookupStream<Rows: AsyncSequence & Sendable>: AsyncSequence, Sendable
+where Rows.Element: Sendable {
+  /// A row and its result.
+  public typealias Element = LookupAnswer<Rows.Element>
+
+  let client: Client
+  let rows: Rows
+  let cep: @Sendable (Rows.Element) -> String
+  let options: BulkOptions
+
+  /// Starts reading `rows`; requests go out as the iterator is advanced.
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(engine: LookupEngine(client: client, rows: rows, cep: cep, options: options))
+  }
+
+  /// The iterator of a ``LookupStream``. Dropping it (leaving the loop) cancels the requests
+  /// in flight.
+  public struct Iterator: AsyncIteratorProtocol {
+    let engine: LookupEngine<Rows>
+
+    /// The next row's answer; `nil` after the last row.
+    ///
+    /// - Throws: what `rows` threw (after every row read before it was answered), or
+    ///   `CancellationError`.
+    public mutating func next() async throws -> LookupAnswer<Rows.Element>? {
+      try await engine.next()
+    }
+  }
+}

@@ -1,0 +1,98 @@
+import CepisMock
+import Foundation
+import Testing
+
+@testable import Cepis
+
+/// `LookupMemo` against the plainest LRU there is: a dictionary of answers and one of last-use
+/// stamps, the smallest stamp evicted. Seeded random inserts, re-inserts, recalls and
+/// evictions, compared step by step. CI runs a bounded number of operations per capacity;
+/// `CEPIS_LOOKUP_MEMO_OPS` sets another (`CEPIS_LOOKUP_MEMO_OPS=10000000 swift test -c release
+/// -Xswiftc -enable-testing --filter LookupMemoTests`).
+@Suite("lookups memo against its reference model")
+struct LookupMemoTests {
+  static let operations =
+    ProcessInfo.processInfo.environment["CEPIS_LOOKUP_MEMO_OPS"].flatMap(Int.init) ?? 200_000
+
+  struct Reference {
+    let capacity: Int
+    var answers: [Int: Address?] = [:]
+    var stamps: [Int: Int] = [:]
+    var clock = 0
+
+    mutating func answer(for cep: Int) -> Address?? {
+      guard let answer = answers[cep] else { return nil }
+      clock += 1
+      stamps[cep] = clock
+      return .some(answer)
+    }
+
+    mutating func keep(_ answer: Address?, for cep: Int) -> Int? {
+      guard capacity > 0 else { return nil }
+      var forgotten: Int?
+      if answers[cep] == nil && answers.count == capacity {
+        let oldest = stamps.min { $0.value < $1.value }!.key
+        answers[oldest] = nil
+        stamps[oldest] = nil
+        forgotten = oldest
+      }
+      clock += 1
+      answers[cep] = .some(answer)
+      stamps[cep] = clock
+      return forgotten
+    }
+
+    var oldestFirst: [Int] { stamps.sorted { $0.value < $1.value }.map(\.key) }
+  }
+
+  @Test(arguments: [0, 1, 2, 7, 64, 1_000])
+  func agreesWithTheReferenceAtEveryStep(capacity: Int) {
+    var memo = LookupMemo(capacity: capacity)
+    var reference = Reference(capacity: capacity)
+    var random = SplitMix64(state: 0x18_0000 &+ UInt64(capacity))
+    let keySpace = UInt64(2 * capacity + 5)
+    // The largest capacity evicts on a third of its operations, each a scan of the reference:
+    // fewer operations there.
+    let operations = capacity >= 1_000 ? Self.operations / 4 : Self.operations
+    var evictions = 0
+    for step in 0..<operations {
+      let cep = Int(random.next() % keySpace) * 9_973
+      switch random.next() % 10 {
+      case 0..<5:
+        let answer: Address? =
+          random.next() % 8 == 0
+          ? nil : Address(cep: cepString(cep), logradouro: "Rua \(step)", localidade: "X", uf: "SP")
+        let forgotten = memo.keep(answer, for: cep)
+        let expected = reference.keep(answer, for: cep)
+        if forgotten != nil { evictions += 1 }
+        guard forgotten == expected else {
+          Issue.record(
+            "step \(step): keep \(cep) forgot \(String(describing: forgotten)), not \(String(describing: expected))"
+          )
+          return
+        }
+      default:
+        let got = memo.answer(for: cep)
+        let expected = reference.answer(for: cep)
+        guard got == expected else {
+          Issue.record(
+            "step \(step): answer for \(cep) is \(String(describing: got)), not \(String(describing: expected))"
+          )
+          return
+        }
+      }
+      guard memo.count == reference.answers.count else {
+        Issue.record("step \(step): \(memo.count) held, not \(reference.answers.count)")
+        return
+      }
+      if step % 997 == 0 || capacity <= 7 {
+        guard memo.cepsOldestFirst == reference.oldestFirst else {
+          Issue.record("step \(step): the order of recency differs")
+          return
+        }
+      }
+    }
+    #expect(memo.evictions == evictions)
+    if capacity > 0 { #expect(evictions > 0) }
+  }
+}
