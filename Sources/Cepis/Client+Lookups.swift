@@ -14,9 +14,10 @@ public struct LookupAnswer<Row: Sendable>: Sendable {
 /// How a ``LookupStream`` spends requests and memory.
 public struct BulkOptions: Sendable, Hashable {
   /// The most distinct CEPs whose answers the stream keeps, so that a CEP that comes back is
-  /// not asked again (the least recently used is forgotten first). Default 100,000 — about
-  /// 30 MB of addresses at most. 0 keeps none: a CEP is then asked once for the rows that
-  /// wait for it together, and again when it comes back later.
+  /// not asked again (the least recently used is forgotten first). Default 100,000 (an answer
+  /// is one ``Address``: its seven strings and a few words of bookkeeping). 0 keeps none: a
+  /// CEP is then asked once for the rows that wait for it together, and again when it comes
+  /// back later.
   public var memoCapacity: Int
   /// The most rows read ahead of the first row not yet answered. While fewer are waiting,
   /// only full chunks of ``Client/maxBatch`` CEPs are sent; when the read-ahead is full (or
