@@ -302,3 +302,27 @@ func generateCNPJs(count: Int, seed: UInt64) -> [String] {
   }
   return out
 }
+
+/// `count` rows, each a CEP string made as it is read, holding exactly `distinct` distinct
+/// CEPs (every one of them in the first `distinct` rows, then picked at random): a stream's
+/// input that costs no memory of its own.
+struct GeneratedRows: AsyncSequence, Sendable {
+  typealias Element = String
+  let count: Int
+  let distinct: Int
+
+  func makeAsyncIterator() -> Iterator { Iterator(rows: self) }
+
+  struct Iterator: AsyncIteratorProtocol {
+    let rows: GeneratedRows
+    var index = 0
+    var random = SplitMix64(state: 30)
+
+    mutating func next() async -> String? {
+      guard index < rows.count else { return nil }
+      defer { index += 1 }
+      let pick = index < rows.distinct ? index : Int(random.next() % UInt64(rows.distinct))
+      return cepDigits(syntheticLower + pick * 13)
+    }
+  }
+}

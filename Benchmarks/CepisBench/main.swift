@@ -22,7 +22,10 @@ let usage = """
     requests [--count N]                      requests lookupMany sends vs the minimum (in-process mock)
     gen-urls --base-url URL --ceps N --out F  the /csv URLs lookupMany sends for the bulk workload (curl config)
     transports                                the transports this build has
-    bulk --base-url URL --ceps N [--transport T]   lookupMany over N CEPs: wall, CPU, resolved
+    bulk --base-url URL --ceps N [--transport T] [--api lookupMany|lookups]
+                                              lookupMany (or the lookups stream) over N CEPs: wall, CPU, resolved
+    lookups-rss --rows N --distinct D [--transport T]   the lookups stream over N generated rows
+                                              holding D distinct CEPs (in-process mock): peak RSS, requests
     ahc-bulk / ahc-single (trait builds)      bare AsyncHTTPClient loops: the ceiling rows
     single --base-url URL --concurrency C --seconds S [--cep CEP]   lookup loop: rps, p50, p99
     gen-csv FILE --mb N                       a cep.is-shaped CSV
@@ -94,13 +97,29 @@ case "bulk":
   let client = Client(baseURL: base, timeout: 60, transport: benchTransport(args))
   // Warm the connection pool and the code paths outside the measurement.
   _ = try? await client.lookupMany(Array(inputs.prefix(2_000)))
+  let api = args.options["api"] ?? "lookupMany"
   let cpu0 = processCPUSeconds()
   let t0 = nowNanos()
-  let found: [Address?]
-  do { found = try await client.lookupMany(inputs) } catch { fail("lookupMany: \(error)") }
+  var resolved = 0
+  switch api {
+  case "lookupMany":
+    let found: [Address?]
+    do { found = try await client.lookupMany(inputs) } catch { fail("lookupMany: \(error)") }
+    resolved = found.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
+  case "lookups":
+    do {
+      for try await answer in client.lookups(inputs) {
+        switch answer.result {
+        case .success(let address): if address != nil { resolved += 1 }
+        case .failure(let error): fail("lookups: row \(answer.row): \(error)")
+        }
+      }
+    } catch { fail("lookups: \(error)") }
+  default:
+    fail("--api lookupMany|lookups")
+  }
   let wall = Double(nowNanos() - t0) / 1e9
   let cpu = processCPUSeconds() - cpu0
-  let resolved = found.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
   report("ceps", inputs.count)
   report("resolved", resolved)
   report("requests", (inputs.count + 499) / 500)
@@ -261,6 +280,35 @@ case "rss-loop":
     do { _ = try await client.lookupMany(batch) } catch { fail("lookupMany: \(error)") }
     if round % (rounds / 5) == 0 { report("rss_mib_after_\(round)", format(currentRSSMiB(), 1)) }
   }
+
+case "lookups-rss":
+  // The stream's memory against the number of rows: rows generated as they are read (no
+  // input array), D distinct CEPs spread at random over them.
+  let rows = args.int("rows", 1_000_000)
+  let distinct = args.int("distinct", 30_000)
+  var configuration = MockServer.Configuration()
+  configuration.maxLogEntries = 10
+  let server = MockServer(configuration: configuration)
+  do { try await server.start() } catch { fail("cannot start the mock: \(error)") }
+  let client = Client(baseURL: server.baseURL, timeout: 60, transport: benchTransport(args))
+  let before = server.requestCount
+  var answered = 0
+  let t0 = nowNanos()
+  do {
+    for try await answer in client.lookups(GeneratedRows(count: rows, distinct: distinct)) {
+      if case .failure(let error) = answer.result { fail("lookups: \(error)") }
+      answered += 1
+    }
+  } catch { fail("lookups: \(error)") }
+  let wall = Double(nowNanos() - t0) / 1e9
+  let sent = server.requestCount - before
+  await server.stop()
+  report("rows", answered)
+  report("distinct", distinct)
+  report("requests", sent)
+  report("requests_min", (distinct + Client.maxBatch - 1) / Client.maxBatch)
+  report("wall_s", format(wall))
+  report("peak_rss_mib", format(peakRSSMiB(), 1))
 
 case "gen-enrich":
   guard let path = args.positionals.first else { fail("gen-enrich FILE --rows N") }

@@ -96,7 +96,21 @@ extension Client {
   }
 }
 
-/// A `Sequence` read as an `AsyncSequence`: the rows of ``Client/lookups(_:options:)``.
+extension Client {
+  /// Looks up every CEP an async sequence of strings yields (a file's lines, a database
+  /// cursor), as a stream of answers in the same order; the row of each answer is the CEP
+  /// string as given.
+  ///
+  /// The rules of ``lookups(_:cep:options:)`` apply.
+  public func lookups<CEPs: AsyncSequence & Sendable>(
+    _ ceps: CEPs, options: BulkOptions = BulkOptions()
+  ) -> LookupStream<CEPs> where CEPs.Element == String {
+    LookupStream(client: self, rows: ceps, cep: { $0 }, options: options)
+  }
+}
+
+/// A `Sequence` read as an `AsyncSequence`: the rows of `lookups(_:options:)` given a plain
+/// sequence of CEP strings.
 public struct AsyncRows<Base: Sequence & Sendable>: AsyncSequence, Sendable
 where Base.Element: Sendable {
   /// A row of the base sequence.
