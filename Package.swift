@@ -26,7 +26,6 @@ let package = Package(
     .library(name: "CPFHub", targets: ["CPFHub"]),
     .library(name: "CepisMock", targets: ["CepisMock"]),
     .executable(name: "cepis", targets: ["CepisCLI"]),
-    .executable(name: "cepis-bench", targets: ["CepisBench"]),
   ],
   traits: [
     .trait(
@@ -41,7 +40,9 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
   ],
   targets: [
-    // The retry/deadline/transport core shared by both API clients (`package` access only).
+    // The retry/deadline/transport core shared by both API clients. Its public API is
+    // `Transport` and `RetryBudget` only, which Cepis and CPFHub re-export; the rest is
+    // `package`.
     .target(name: "CepisHTTP", dependencies: [asyncHTTPClient] + nioForTransport),
     .target(name: "Cepis", dependencies: ["CepisHTTP", asyncHTTPClient]),
     .target(name: "BrazilianDocuments"),
@@ -56,6 +57,8 @@ let package = Package(
       dependencies: ["Cepis", "CPFHub", "BrazilianDocuments", "CepisMock"]
     ),
     .executableTarget(name: "CepisCLI", dependencies: ["CepisCommandLine"]),
+    // Not a product: the benchmarks are this repository's tool, not something a package that
+    // depends on Cepis should see.
     .executableTarget(
       name: "CepisBench",
       dependencies: [
@@ -73,6 +76,8 @@ let package = Package(
       name: "CPFHubTests",
       dependencies: ["CPFHub", "CepisMock", "BrazilianDocuments", asyncHTTPClient]),
     .testTarget(name: "CepisMockTests", dependencies: ["CepisMock"]),
+    // Both clients in one program, as a server app that uses both would have them.
+    .testTarget(name: "BothClientsTests", dependencies: ["Cepis", "CPFHub", "CepisMock"]),
     .testTarget(
       name: "CepisCLITests",
       dependencies: ["CepisCommandLine", "CepisMock", "Cepis"]

@@ -150,7 +150,7 @@ public struct CPFClient: Sendable {
     self.core = HTTPClientCore(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
       backoffMax: backoffMax, totalTimeout: totalTimeout, transport: transport.base,
-      maxBodyBytes: Self.maxBodyBytes, budget: retryBudget?.core, environment: httpEnvironment)
+      maxBodyBytes: Self.maxBodyBytes, budget: retryBudget, environment: httpEnvironment)
     let policy = core.policy
     self.baseURL = core.baseURL
     self.pathPrefix = Self.normalize(pathPrefix: pathPrefix)

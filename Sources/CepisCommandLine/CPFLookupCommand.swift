@@ -27,7 +27,7 @@ enum CPFLookupCommand {
       maxAttempts: try context.integer("attempts", range: 1...100) ?? 3,
       totalTimeout: try context.number("total-timeout") ?? 30,
       userAgent: "cepis-cli/\(CepisTool.version)",
-      transport: try context.cpfTransport())
+      transport: try context.transport())
     let console = context.console
     let person: Person
     do {
@@ -71,13 +71,5 @@ enum CPFLookupCommand {
       ])
     writer.end()
     return .success
-  }
-}
-
-extension Context {
-  /// The CPFHub client's transport: the one `--transport` names, or the build's default.
-  func cpfTransport() throws(UsageError) -> CPFClient.Transport {
-    guard let kind = try transportKind() else { return .default }
-    return CPFClient.Transport.named(kind.rawValue) ?? .default
   }
 }

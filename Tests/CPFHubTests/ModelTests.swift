@@ -9,8 +9,8 @@
   @Suite("CPFLookupModel against CepisMock")
   @MainActor
   struct ModelTests {
-    @Test(arguments: CPFClient.Transport.availableNames) func successShowsThePerson(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func successShowsThePerson(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         let expected = knownPerson(server)
@@ -26,8 +26,8 @@
       }
     }
 
-    @Test(arguments: CPFClient.Transport.availableNames) func loadingFlagIsSetWhileTheLookupRuns(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func loadingFlagIsSetWhileTheLookupRuns(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         server.script(.cpf, [.delayHeaders(0.2)])
@@ -42,8 +42,8 @@
       }
     }
 
-    @Test(arguments: CPFClient.Transport.availableNames) func observersAreNotified(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func observersAreNotified(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         let model = CPFLookupModel(
@@ -117,8 +117,10 @@
         message: "Conexão insegura recusada. A consulta exige HTTPS."),
     ]
 
-    @Test(arguments: CPFClient.Transport.availableNames, scenarios)
-    func errorsShowTheirPortugueseMessage(transport: String, _ scenario: Scenario) async throws {
+    @Test(arguments: Transport.availableKinds, scenarios)
+    func errorsShowTheirPortugueseMessage(transport: Transport.Kind, _ scenario: Scenario)
+      async throws
+    {
       try await withServer { server in
         if !scenario.faults.isEmpty { server.script(.cpf, scenario.faults) }
         let client = makeClient(
@@ -134,8 +136,8 @@
       }
     }
 
-    @Test(arguments: CPFClient.Transport.availableNames) func errorIsClearedByTheNextSuccess(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func errorIsClearedByTheNextSuccess(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         let model = CPFLookupModel(client: makeClient(server, transport), input: "1")
@@ -148,8 +150,8 @@
       }
     }
 
-    @Test(arguments: CPFClient.Transport.availableNames) func aNewLookupCancelsTheStaleOne(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func aNewLookupCancelsTheStaleOne(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         let first = knownPerson(server, index: 0)
@@ -181,8 +183,8 @@
       }
     }
 
-    @Test(arguments: CPFClient.Transport.availableNames) func cancelStopsTheLookup(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func cancelStopsTheLookup(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         server.script(.cpf, [.delayHeaders(0.5)])

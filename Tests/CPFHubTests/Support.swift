@@ -15,11 +15,11 @@ func withServer<T>(
   try await MockServer.withServer(.init(cpfAPIKeys: [testKey]), isolation: isolation, body)
 }
 
-/// A fast client for tests over the transport named `transport`: tiny backoffs, short deadlines,
-/// no reading of the real environment.
+/// The one way these tests build a client: over `transport`, with tiny backoffs, short deadlines
+/// and no reading of the real environment.
 func makeClient(
   _ server: MockServer?,
-  _ transport: String,
+  _ transport: Transport.Kind,
   apiKey: String? = testKey,
   baseURL: URL? = nil,
   pathPrefix: String = "/cpf",
@@ -35,14 +35,14 @@ func makeClient(
     baseURL: baseURL ?? server?.baseURL ?? URL(string: "http://127.0.0.1:9")!,
     pathPrefix: pathPrefix, timeout: timeout, maxAttempts: maxAttempts, backoffBase: 0.01,
     backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
-    transport: .urlSession(),
+    transport: makeTransport(transport),
     retryBudget: .standard, environment: environment)
 }
 
-/// A new transport named `name`; every name in `availableNames` exists in this build.
-func makeTransport(_ name: String) -> CPFClient.Transport {
-  guard let transport = CPFClient.Transport.named(name) else {
-    preconditionFailure("\(name) is listed as available but cannot be made")
+/// A new transport of `kind`; every kind in `Transport.availableKinds` exists in this build.
+func makeTransport(_ kind: Transport.Kind) -> Transport {
+  guard let transport = Transport.make(kind) else {
+    preconditionFailure("\(kind) is listed as available but cannot be made")
   }
   return transport
 }

@@ -135,10 +135,10 @@ struct ConfigurationTests {
   }
 
   @Test func rejectsKeysThatCouldSplitAHeader() {
-    #expect(!makeClient(nil, "urlsession", apiKey: "abc\r\nx-evil: 1").hasAPIKey)
-    #expect(!makeClient(nil, "urlsession", apiKey: "").hasAPIKey)
+    #expect(!makeClient(nil, .urlSession, apiKey: "abc\r\nx-evil: 1").hasAPIKey)
+    #expect(!makeClient(nil, .urlSession, apiKey: "").hasAPIKey)
     #expect(
-      makeClient(nil, "urlsession", apiKey: "", environment: ["CPFHUB_API_KEY": "k"]).hasAPIKey
+      makeClient(nil, .urlSession, apiKey: "", environment: ["CPFHUB_API_KEY": "k"]).hasAPIKey
         == false)
   }
 }

@@ -91,8 +91,7 @@ struct TransportEndToEndTests {
       // The mock speaks plain HTTP: a TLS ClientHello gets no TLS answer.
       let port = try #require(server.baseURL.port)
       let url = try #require(URL(string: "https://127.0.0.1:\(port)"))
-      let client = Client(
-        baseURL: url, timeout: 5, maxAttempts: 1, transport: makeTransport(transport))
+      let client = makeClient(transport, baseURL: url, maxAttempts: 1)
       let (_, elapsed) = await measure {
         await #expect {
           try await client.lookup("01001000")
@@ -109,8 +108,7 @@ struct TransportEndToEndTests {
   func unknownHost(transport: Transport.Kind) async throws {
     // `.invalid` is reserved (RFC 2606): no resolver answers it, online or not.
     let url = try #require(URL(string: "http://cepis-test.invalid"))
-    let client = Client(
-      baseURL: url, timeout: 5, maxAttempts: 1, transport: makeTransport(transport))
+    let client = makeClient(transport, baseURL: url, maxAttempts: 1)
     await #expect {
       try await client.lookup("01001000")
     } throws: { error in
