@@ -35,7 +35,7 @@ enum CPFLookupCommand {
     } catch let error as CPFHubError {
       console.error(error.message)
       switch error {
-      case .invalidCPF, .notFound:
+      case .invalidCPF, .cpfNotFound:
         return .failure
       case .missingAPIKey, .insecureTransport, .unauthorized:
         console.err("Set CPFHUB_API_KEY (and CPFHUB_BASE_URL or --cpfhub-url for another host).\n")
@@ -43,7 +43,7 @@ enum CPFLookupCommand {
       case .networkError:
         console.noteNetworkFailure()
         return .unavailable
-      case .rateLimited, .serverError, .timeout, .invalidResponse:
+      case .rateLimited, .serverError, .invalidResponse:
         return .unavailable
       }
     }

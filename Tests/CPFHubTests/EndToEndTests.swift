@@ -189,7 +189,7 @@ struct EndToEndTests {
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(cpf.digits)
       }
-      #expect(error == .notFound(redactedCPF: cpf.redacted))
+      #expect(error == .cpfNotFound(redactedCPF: cpf.redacted))
       #expect(error?.errorDescription == "CPF não encontrado na base de dados.")
       #expect(server.requests.count == 1)
     }
@@ -205,7 +205,7 @@ struct EndToEndTests {
         try await makeClient(server, transport).lookup(person.cpf)
       }
       let redacted = try CPF(person.cpf).redacted
-      #expect(error == .notFound(redactedCPF: redacted))
+      #expect(error == .cpfNotFound(redactedCPF: redacted))
       #expect(server.requests.count == 1)
     }
   }
@@ -257,7 +257,7 @@ struct EndToEndTests {
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
-      #expect(error == .rateLimited(retryAfter: 0))
+      #expect(error == .rateLimited(message: "rate limited (HTTP 429)", retryAfter: 0))
       #expect(error?.isRetriable == true)
       #expect(server.requests.count == 3)
     }
@@ -271,7 +271,7 @@ struct EndToEndTests {
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
-      #expect(error == .serverError(status: 503))
+      #expect(error == .serverError(message: "HTTP 503", status: 503))
       #expect(error?.isRetriable == true)
       #expect(server.requests.count == 3)
     }
@@ -297,7 +297,7 @@ struct EndToEndTests {
       let client = makeClient(server, transport, timeout: 0.2, maxAttempts: 2)
       let start = Date()
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
-      guard case .timeout = error else {
+      guard case .networkError(let message) = error, message.contains("timeout") else {
         Issue.record("got \(String(describing: error))")
         return
       }
@@ -316,7 +316,7 @@ struct EndToEndTests {
       let client = makeClient(server, transport, timeout: 8, totalTimeout: 0.25)
       let start = Date()
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
-      guard case .timeout = error else {
+      guard case .networkError(let message) = error, message.contains("timeout") else {
         Issue.record("got \(String(describing: error))")
         return
       }
@@ -399,7 +399,7 @@ struct EndToEndTests {
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
-      #expect(error == .invalidResponse(reason: "the API answered for another CPF"))
+      #expect(error == .invalidResponse("the API answered for another CPF"))
     }
   }
 

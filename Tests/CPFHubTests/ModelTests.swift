@@ -71,6 +71,11 @@
       var testDescription: String { name }
     }
 
+    /// A refused connection and an expired deadline are one case, `networkError`, with one
+    /// sentence.
+    nonisolated static let networkMessage =
+      "Não foi possível falar com o serviço a tempo. Verifique sua conexão com a internet e tente novamente."
+
     nonisolated static let scenarios: [Scenario] = [
       Scenario(
         name: "length", input: { _ in "123.456" },
@@ -102,12 +107,11 @@
       Scenario(
         name: "network", input: { knownPerson($0).cpf },
         faults: Array(repeating: .resetBeforeHeaders, count: 3),
-        message:
-          "Não foi possível conectar ao serviço. Verifique sua conexão com a internet."),
+        message: networkMessage),
       Scenario(
         name: "timeout", input: { knownPerson($0).cpf },
         faults: Array(repeating: .delayHeaders(0.5), count: 3), timeout: 0.1,
-        message: "O serviço demorou demais para responder. Tente novamente."),
+        message: networkMessage),
       Scenario(
         name: "html page", input: { knownPerson($0).cpf }, faults: [.htmlPortal],
         message: "Resposta inesperada do serviço de consulta. Tente novamente mais tarde."),
