@@ -7,6 +7,16 @@ import Testing
 @Suite("CPFClient against CepisMock")
 struct EndToEndTests {
   @Test(arguments: Transport.availableKinds)
+  func theNamedTransportIsOnTheWire(transport: Transport.Kind) async throws {
+    try await withServer { server in
+      let client = makeClient(server, transport)
+      #expect(client.transport.kind == transport)
+      _ = try await client.lookup(knownPerson(server).cpf)
+      #expect(server.requests.map(wireTransport) == [transport])
+    }
+  }
+
+  @Test(arguments: Transport.availableKinds)
   func theKeyNeverFollowsARedirectToAnotherOrigin(transport: Transport.Kind) async throws {
     try await withServer { server in
       let person = knownPerson(server)

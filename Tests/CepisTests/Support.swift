@@ -107,3 +107,10 @@ func waitForRequests(_ server: MockServer, on route: MockRoute, count: Int) asyn
     try await Task.sleep(nanoseconds: 10_000_000)
   }
 }
+
+/// The transport that sent `record`, told from the wire alone: Foundation's `URLSession` adds
+/// `Accept-Language` to every request it sends, AsyncHTTPClient sends only the headers it is
+/// given. A matrix test can so check that the transport it names is the one that talked.
+func wireTransport(_ record: MockRequestRecord) -> Transport.Kind {
+  record.headers["accept-language"] == nil ? .asyncHTTPClient : .urlSession
+}

@@ -9,6 +9,21 @@ import Testing
 @Suite("transport behaviours against CepisMock")
 struct TransportEndToEndTests {
   @Test(
+    "the transport a test names is the one that talks to the server",
+    arguments: Transport.availableKinds)
+  func theNamedTransportIsOnTheWire(transport: Transport.Kind) async throws {
+    try await withMockServer { server in
+      let client = fastClient(server, transport)
+      #expect(client.transport.kind == transport)
+      _ = try await client.lookup("01001000")
+      _ = try await client.lookupMany(["01001000", "20040002"])
+      _ = try await client.health()
+      #expect(server.requests.count == 3)
+      #expect(server.requests.map(wireTransport) == Array(repeating: transport, count: 3))
+    }
+  }
+
+  @Test(
     "a same-origin redirect is followed, within the attempt", arguments: Transport.availableKinds)
   func sameOriginRedirect(transport: Transport.Kind) async throws {
     try await withMockServer { server in
