@@ -70,17 +70,18 @@ let package = Package(
     ),
     .testTarget(name: "CepisHTTPTests", dependencies: ["CepisHTTP"]),
     .testTarget(
-      name: "CepisTests", dependencies: ["Cepis", "CepisHTTP", "CepisMock", asyncHTTPClient]),
+      name: "CepisTests",
+      dependencies: ["Cepis", "CepisHTTP", "CepisMock", "BrazilianDocuments", asyncHTTPClient]),
     .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),
     .testTarget(
       name: "CPFHubTests",
       dependencies: ["CPFHub", "CepisMock", "BrazilianDocuments", asyncHTTPClient]),
-    .testTarget(name: "CepisMockTests", dependencies: ["CepisMock"]),
+    .testTarget(name: "CepisMockTests", dependencies: ["CepisMock", "BrazilianDocuments"]),
     // Both clients in one program, as a server app that uses both would have them.
     .testTarget(name: "BothClientsTests", dependencies: ["Cepis", "CPFHub", "CepisMock"]),
     .testTarget(
       name: "CepisCLITests",
-      dependencies: ["CepisCommandLine", "CepisMock", "Cepis"]
+      dependencies: ["CepisCommandLine", "CepisMock", "Cepis", "BrazilianDocuments"]
     ),
   ]
 )

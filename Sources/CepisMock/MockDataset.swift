@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import Foundation
 
 /// A point on the map with its precision, as in the `geo` object of a cep.is answer.
@@ -357,26 +358,10 @@ func maskedCEP(_ cep: String) -> String {
   return String(cep.prefix(5)) + "-" + String(cep.suffix(3))
 }
 
-/// Whether an 11-digit CPF has valid check digits and is not all one digit.
+/// Whether `cpf` is 11 ASCII digits making a valid CPF (BrazilianDocuments' rules): the
+/// cpfhub.io routes take digits only, never a masked CPF.
 func isValidCPF(_ cpf: String) -> Bool {
-  let digits = cpf.utf8.map { Int($0) - 48 }
-  guard digits.count == 11, digits.allSatisfy({ (0...9).contains($0) }) else { return false }
-  guard Set(digits).count > 1 else { return false }
-  let checks = cpfCheckDigits(Array(digits.prefix(9)))
-  return digits[9] == checks.0 && digits[10] == checks.1
-}
-
-/// The two check digits of a CPF's first nine digits.
-func cpfCheckDigits(_ nine: [Int]) -> (Int, Int) {
-  func digit(_ values: [Int]) -> Int {
-    let weightStart = values.count + 1
-    var sum = 0
-    for (index, value) in values.enumerated() { sum += value * (weightStart - index) }
-    let remainder = sum % 11
-    return remainder < 2 ? 0 : 11 - remainder
-  }
-  let first = digit(nine)
-  return (first, digit(nine + [first]))
+  cpf.utf8.count == 11 && cpf.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && CPF.isValid(cpf)
 }
 
 /// The generated addresses of the synthetic range.
