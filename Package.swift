@@ -43,18 +43,21 @@ let package = Package(
     // The retry/deadline/transport core shared by both API clients. Its public API is
     // `Transport` and `RetryBudget` only, which Cepis and CPFHub re-export; the rest is
     // `package`.
-    .target(name: "CepisHTTP", dependencies: [asyncHTTPClient] + nioForTransport),
+    .target(name: "CepisHTTP", dependencies: ["CepisSupport", asyncHTTPClient] + nioForTransport),
+    // One of each small tool the modules share (`package` access only, not a product): the lock
+    // type and the CSV field writer.
+    .target(name: "CepisSupport"),
     .target(name: "Cepis", dependencies: ["CepisHTTP", asyncHTTPClient]),
     .target(name: "BrazilianDocuments"),
     .target(name: "CPFHub", dependencies: ["CepisHTTP", "BrazilianDocuments", asyncHTTPClient]),
     // The loopback server never imports the clients: it must be able to catch their mistakes.
-    .target(name: "CepisMock", dependencies: ["BrazilianDocuments"]),
+    .target(name: "CepisMock", dependencies: ["BrazilianDocuments", "CepisSupport"]),
     // The command-line tool's logic lives in a library so its parser can be unit-tested;
     // the executable target is named `CepisCLI` (not `cepis`) so it cannot clash with the
     // `Cepis` module on case-insensitive file systems.
     .target(
       name: "CepisCommandLine",
-      dependencies: ["Cepis", "CPFHub", "BrazilianDocuments", "CepisMock"]
+      dependencies: ["Cepis", "CPFHub", "BrazilianDocuments", "CepisMock", "CepisSupport"]
     ),
     .executableTarget(name: "CepisCLI", dependencies: ["CepisCommandLine"]),
     // Not a product: the benchmarks are this repository's tool, not something a package that
@@ -71,12 +74,15 @@ let package = Package(
     .testTarget(name: "CepisHTTPTests", dependencies: ["CepisHTTP"]),
     .testTarget(
       name: "CepisTests",
-      dependencies: ["Cepis", "CepisHTTP", "CepisMock", "BrazilianDocuments", asyncHTTPClient]),
+      dependencies: [
+        "Cepis", "CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments", asyncHTTPClient,
+      ]),
     .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),
     .testTarget(
       name: "CPFHubTests",
       dependencies: ["CPFHub", "CepisMock", "BrazilianDocuments", asyncHTTPClient]),
-    .testTarget(name: "CepisMockTests", dependencies: ["CepisMock", "BrazilianDocuments"]),
+    .testTarget(
+      name: "CepisMockTests", dependencies: ["CepisMock", "BrazilianDocuments", "CepisSupport"]),
     // Both clients in one program, as a server app that uses both would have them.
     .testTarget(name: "BothClientsTests", dependencies: ["Cepis", "CPFHub", "CepisMock"]),
     .testTarget(

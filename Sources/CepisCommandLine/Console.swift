@@ -1,3 +1,4 @@
+import CepisSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -137,26 +138,20 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
   }
 }
 
-/// A flag set from a signal handler and read by the main loop.
-///
-/// `@unchecked Sendable` is sound: `value` is private and only accessed while `lock` is held.
-final class AtomicFlag: @unchecked Sendable {
-  private let lock = NSLock()
-  private var value = 0
+/// A flag set from a signal handler and read by the main loop: a count under the package's one
+/// lock type.
+struct AtomicFlag: Sendable {
+  private let raised = LockedValue(0)
 
   /// Raises the flag and returns how many times it had been raised before.
   @discardableResult
   func raise() -> Int {
-    lock.lock()
-    defer { lock.unlock() }
-    value += 1
-    return value - 1
+    raised.withLock { value in
+      value += 1
+      return value - 1
+    }
   }
 
   /// Whether the flag has been raised.
-  var isRaised: Bool {
-    lock.lock()
-    defer { lock.unlock() }
-    return value > 0
-  }
+  var isRaised: Bool { raised.withLock { $0 > 0 } }
 }

@@ -1,4 +1,5 @@
 import Cepis
+import CepisSupport
 
 /// How results are written on stdout.
 enum OutputFormat: String, CaseIterable, Sendable {
@@ -98,11 +99,7 @@ func jsonQuoted(_ text: String) -> String {
 
 /// One CSV field, quoted per RFC 4180 when it holds a comma, a quote or a line break.
 func csvField(_ text: String) -> String {
-  let needsQuotes = text.utf8.contains { byte in
-    byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13
-  }
-  guard needsQuotes else { return text }
-  return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+  CSVField.string(text)
 }
 
 /// One CSV row with a CRLF line end.

@@ -1,3 +1,4 @@
+import CepisSupport
 import Foundation
 
 /// A client-wide limit on retrying, so that an outage does not turn into a retry storm.

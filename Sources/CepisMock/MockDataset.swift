@@ -1,4 +1,5 @@
 import BrazilianDocuments
+import CepisSupport
 import Foundation
 
 /// A point on the map with its precision, as in the `geo` object of a cep.is answer.
@@ -158,7 +159,7 @@ public struct MockDataset: Sendable {
       normalized.cep = cepString(value)
       if byValue.updateValue(normalized, forKey: value) == nil { order.append(value) }
       var row: [UInt8] = []
-      CSVWriter.appendRow(fields: normalized.csvFields, to: &row)
+      CSVField.appendRow(normalized.csvFields, to: &row)
       rows[value] = row
     }
     self.addresses = byValue
@@ -396,7 +397,7 @@ enum SyntheticAddress {
   private static let suffix = Array(",São Paulo,SP,3550308".utf8)
   private static let csvComplementos: [[UInt8]] = complementos.map { text in
     var bytes: [UInt8] = []
-    CSVWriter.appendField(text, to: &bytes)
+    CSVField.append(text, to: &bytes)
     return bytes
   }
 
@@ -435,33 +436,6 @@ func appendDecimal(_ value: Int, to out: inout [UInt8]) {
     out.append(UInt8(48 + rest / divisor))
     rest %= divisor
     divisor /= 10
-  }
-}
-
-/// RFC 4180 CSV writing.
-enum CSVWriter {
-  /// Appends one field, quoted when it contains `,`, `"`, CR or LF (quotes doubled).
-  static func appendField(_ field: String, to out: inout [UInt8]) {
-    let utf8 = field.utf8
-    let needsQuotes = utf8.contains { $0 == 44 || $0 == 34 || $0 == 10 || $0 == 13 }
-    guard needsQuotes else {
-      out.append(contentsOf: utf8)
-      return
-    }
-    out.append(34)
-    for byte in utf8 {
-      if byte == 34 { out.append(34) }
-      out.append(byte)
-    }
-    out.append(34)
-  }
-
-  /// Appends the fields separated by commas (no line ending).
-  static func appendRow(fields: [String], to out: inout [UInt8]) {
-    for (index, field) in fields.enumerated() {
-      if index > 0 { out.append(44) }
-      appendField(field, to: &out)
-    }
   }
 }
 

@@ -1,5 +1,6 @@
 import CepisHTTP
 import CepisMock
+import CepisSupport
 import Foundation
 import Testing
 
