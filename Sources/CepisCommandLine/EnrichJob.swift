@@ -383,7 +383,16 @@ final class EnrichJob {
     emitWaiting(record, id)
   }
 
-  private static let invalidAnswer = Array(",,,,,,,invalid".utf8)
+  /// The appended fields of a row whose CEP is malformed: never sent, never memoised.
+  static let invalidAnswer = Array(",,,,,,,invalid".utf8)
+
+  /// The appended fields of every row of a chunk that failed with `error`: empty address
+  /// fields and `error: <kind>` for the status.
+  static func failureAnswer(_ error: CepisError) -> [UInt8] {
+    var appended = Array(",,,,,,".utf8)
+    appendCSVField("error: \(error.kind)", to: &appended)
+    return appended
+  }
 
   private func emitKnown(_ record: CSVRecord, _ status: EnrichStatus, _ appended: [UInt8]) {
     if segmentHead == segments.count, let sink {
@@ -515,8 +524,7 @@ final class EnrichJob {
       if case .networkError = error { console.noteNetworkFailure() }
       let failure = Int32(failures.count)
       failures.append(error)
-      var appended = Array(",,,,,,".utf8)
-      appendCSVField("error: \(error.kind)", to: &appended)
+      let appended = Self.failureAnswer(error)
       for id in outcome.records {
         let index = Int(id)
         let cep = records[index].cep
