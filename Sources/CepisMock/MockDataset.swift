@@ -325,6 +325,10 @@ extension MockAddress {
 }
 
 /// The numeric value of a CEP written as 8 digits or `NNNNN-NNN`, or `nil` if malformed.
+///
+/// The mock parses and formats CEPs with code of its own, not the client's (`Cepis`'s
+/// `normalizeCEP` and formatter): a server that shares the client's code cannot catch the
+/// client's mistakes. It reads the wire strictly, as cep.is does.
 func cepValue(_ text: some StringProtocol) -> Int? {
   let utf8 = text.utf8
   guard utf8.count == 8 || utf8.count == 9 else { return nil }
