@@ -83,8 +83,12 @@ let package = Package(
       dependencies: ["CPFHub", "CepisMock", "BrazilianDocuments", asyncHTTPClient]),
     .testTarget(
       name: "CepisMockTests", dependencies: ["CepisMock", "BrazilianDocuments", "CepisSupport"]),
-    // Both clients in one program, as a server app that uses both would have them.
-    .testTarget(name: "BothClientsTests", dependencies: ["Cepis", "CPFHub", "CepisMock"]),
+    // Both clients in one program, as a server app that uses both would have them; with
+    // MemberImportVisibility (SE-0444) on, it also proves that `import Cepis` and `import CPFHub`
+    // alone reach every member of the shared `Transport` and `RetryBudget`.
+    .testTarget(
+      name: "BothClientsTests", dependencies: ["Cepis", "CPFHub", "CepisMock"],
+      swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
     .testTarget(
       name: "CepisCLITests",
       dependencies: ["CepisCommandLine", "CepisMock", "Cepis", "BrazilianDocuments"]

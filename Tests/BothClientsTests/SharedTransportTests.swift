@@ -4,6 +4,10 @@ import CepisMock
 import Foundation
 import Testing
 
+#if canImport(FoundationNetworking)
+  import FoundationNetworking  // URLSession, for the seed's initializers
+#endif
+
 /// The key the mock accepts in these tests.
 let key = "sk_test_both-clients"
 
