@@ -27,7 +27,6 @@ let package = Package(
     .library(name: "CepisUI", targets: ["CepisUI"]),
     .library(name: "CepisMock", targets: ["CepisMock"]),
     .executable(name: "cepis", targets: ["CepisCLI"]),
-    .executable(name: "cepis-bench", targets: ["CepisBench"]),
   ],
   traits: [
     .trait(
@@ -42,24 +41,31 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
   ],
   targets: [
-    // The retry/deadline/transport core shared by both API clients (`package` access only).
-    .target(name: "CepisHTTP", dependencies: [asyncHTTPClient] + nioForTransport),
-    .target(name: "Cepis", dependencies: ["CepisHTTP", asyncHTTPClient]),
+    // The retry/deadline/transport core shared by both API clients. Its public API is
+    // `Transport` and `RetryBudget` only, which Cepis and CPFHub re-export; the rest is
+    // `package`.
+    .target(name: "CepisHTTP", dependencies: ["CepisSupport", asyncHTTPClient] + nioForTransport),
+    // One of each small tool the modules share (`package` access only, not a product): the lock
+    // type and the CSV field writer.
+    .target(name: "CepisSupport"),
+    .target(name: "Cepis", dependencies: ["CepisHTTP", "CepisSupport", asyncHTTPClient]),
     .target(name: "BrazilianDocuments"),
     .target(name: "CPFHub", dependencies: ["CepisHTTP", "BrazilianDocuments", asyncHTTPClient]),
     // View models (Observation, tested on Linux) and SwiftUI views: the client modules never
     // import SwiftUI.
     .target(name: "CepisUI", dependencies: ["Cepis", "CPFHub", "BrazilianDocuments"]),
     // The loopback server never imports the clients: it must be able to catch their mistakes.
-    .target(name: "CepisMock", dependencies: ["BrazilianDocuments"]),
+    .target(name: "CepisMock", dependencies: ["BrazilianDocuments", "CepisSupport"]),
     // The command-line tool's logic lives in a library so its parser can be unit-tested;
     // the executable target is named `CepisCLI` (not `cepis`) so it cannot clash with the
     // `Cepis` module on case-insensitive file systems.
     .target(
       name: "CepisCommandLine",
-      dependencies: ["Cepis", "CPFHub", "BrazilianDocuments", "CepisMock"]
+      dependencies: ["Cepis", "CPFHub", "BrazilianDocuments", "CepisMock", "CepisSupport"]
     ),
     .executableTarget(name: "CepisCLI", dependencies: ["CepisCommandLine"]),
+    // Not a product: the benchmarks are this repository's tool, not something a package that
+    // depends on Cepis should see.
     .executableTarget(
       name: "CepisBench",
       dependencies: [
@@ -71,18 +77,30 @@ let package = Package(
     ),
     .testTarget(name: "CepisHTTPTests", dependencies: ["CepisHTTP"]),
     .testTarget(
-      name: "CepisTests", dependencies: ["Cepis", "CepisHTTP", "CepisMock", asyncHTTPClient]),
+      name: "CepisTests",
+      dependencies: [
+        "Cepis", "CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments", asyncHTTPClient,
+      ]),
     .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),
     .testTarget(
       name: "CPFHubTests",
       dependencies: ["CPFHub", "CepisMock", "BrazilianDocuments", asyncHTTPClient]),
     .testTarget(
       name: "CepisUITests",
-      dependencies: ["CepisUI", "Cepis", "CPFHub", "BrazilianDocuments", "CepisMock"]),
-    .testTarget(name: "CepisMockTests", dependencies: ["CepisMock"]),
+      dependencies: [
+        "CepisUI", "Cepis", "CPFHub", "BrazilianDocuments", "CepisMock", "CepisSupport",
+      ]),
+    .testTarget(
+      name: "CepisMockTests", dependencies: ["CepisMock", "BrazilianDocuments", "CepisSupport"]),
+    // Both clients in one program, as a server app that uses both would have them; with
+    // MemberImportVisibility (SE-0444) on, it also proves that `import Cepis` and `import CPFHub`
+    // alone reach every member of the shared `Transport` and `RetryBudget`.
+    .testTarget(
+      name: "BothClientsTests", dependencies: ["Cepis", "CPFHub", "CepisMock"],
+      swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
     .testTarget(
       name: "CepisCLITests",
-      dependencies: ["CepisCommandLine", "CepisMock", "Cepis"]
+      dependencies: ["CepisCommandLine", "CepisMock", "Cepis", "BrazilianDocuments"]
     ),
   ]
 )

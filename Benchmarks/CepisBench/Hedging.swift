@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import Cepis
 import CepisMock
 import Foundation

@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import CepisMock
 import Foundation
 

@@ -140,6 +140,21 @@ public struct CPF: Sendable, Hashable {
     }
   }
 
+  /// The two check digits that follow `base`, a CPF's first nine digits (each `0...9`), by the
+  /// mod-11 rule ``init(_:)`` checks.
+  ///
+  /// `package`: the one implementation CepisMock's sample people are built with.
+  package static func checkDigits(base: [Int]) -> (tenth: Int, eleventh: Int) {
+    var first = 0
+    var second = 0
+    for (index, value) in base.prefix(9).enumerated() {
+      first += value * (10 - index)
+      second += value * (11 - index)
+    }
+    let tenth = Scanner.checkDigit(first)
+    return (tenth, Scanner.checkDigit(second + tenth * 2))
+  }
+
   /// A random valid CPF drawn with the system's generator; see
   /// ``random(region:using:)``.
   ///

@@ -37,7 +37,7 @@ public struct CPFClient: Sendable {
   public static let version = "0.1.0"
 
   /// The largest response body accepted: anything bigger is
-  /// ``CPFHubError/invalidResponse(reason:)``.
+  /// ``CPFHubError/invalidResponse(_:)``.
   static let maxBodyBytes = 1 << 20
 
   /// The API's base URL, without trailing slashes.
@@ -150,7 +150,7 @@ public struct CPFClient: Sendable {
     self.core = HTTPClientCore(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
       backoffMax: backoffMax, totalTimeout: totalTimeout, transport: transport.base,
-      maxBodyBytes: Self.maxBodyBytes, budget: retryBudget?.core, environment: httpEnvironment)
+      maxBodyBytes: Self.maxBodyBytes, budget: retryBudget, environment: httpEnvironment)
     let policy = core.policy
     self.baseURL = core.baseURL
     self.pathPrefix = Self.normalize(pathPrefix: pathPrefix)
@@ -177,8 +177,8 @@ public struct CPFClient: Sendable {
   /// - Returns: the person, whose ``Person/cpf`` is the CPF asked for.
   /// - Throws: ``CPFHubError``. Checked in this order before any request: `invalidCPF`
   ///   (length, characters, check digits), `missingAPIKey`, `insecureTransport`. Then
-  ///   `unauthorized` (401/403), `notFound` (404 or `"success": false`), and after retries
-  ///   `rateLimited`, `serverError`, `networkError` or `timeout`; `invalidResponse` for an
+  ///   `unauthorized` (401/403), `cpfNotFound` (404 or `"success": false`), and after retries
+  ///   `rateLimited`, `serverError` or `networkError` (a deadline included); `invalidResponse` for an
   ///   answer that is not the API's. Cancelling the task ends the call promptly with
   ///   `CancellationError`.
   public func lookup(_ cpf: String) async throws -> Person {
@@ -212,7 +212,7 @@ public struct CPFClient: Sendable {
       ("x-api-key", apiKey.value),
     ]
     guard let request = core.getRequest(pathPrefix + "/" + digits, headers: headers) else {
-      throw CPFHubError.invalidResponse(reason: "cannot build a URL from the base URL")
+      throw CPFHubError.invalidResponse("cannot build a URL from the base URL")
     }
     do {
       return try await core.executor.perform(request)
@@ -223,14 +223,15 @@ public struct CPFClient: Sendable {
 
   static func map(_ failure: HTTPFailure) -> CPFHubError {
     switch failure {
-    case .rateLimited(let retryAfter, _): return .rateLimited(retryAfter: retryAfter)
-    case .serverError(let status, _): return .serverError(status: status)
-    case .network(let reason): return .networkError(reason: reason)
-    case .timedOut(let reason): return .timeout(reason: reason)
+    // Bodies are never quoted: they may hold names, birth dates and CPFs.
+    case .rateLimited(let retryAfter, _):
+      return .rateLimited(message: "rate limited (HTTP 429)", retryAfter: retryAfter)
+    case .serverError(let status, _): return .serverError(message: "HTTP \(status)", status: status)
+    case .network(let message), .timedOut(let message): return .networkError(message: message)
     case .bodyTooLarge(let limit):
-      return .invalidResponse(reason: "response body larger than \(limit) bytes")
+      return .invalidResponse("response body larger than \(limit) bytes")
     case .redirectLoop:
-      return .invalidResponse(reason: "the API's redirects go round in a loop")
+      return .invalidResponse("the API's redirects go round in a loop")
     }
   }
 
@@ -245,14 +246,14 @@ public struct CPFClient: Sendable {
       do {
         envelope = try JSONDecoder().decode(Envelope.self, from: response.body)
       } catch {
-        throw CPFHubError.invalidResponse(reason: "JSON of an unexpected shape")
+        throw CPFHubError.invalidResponse("JSON of an unexpected shape")
       }
-      guard envelope.success else { throw CPFHubError.notFound(redactedCPF: cpf.redacted) }
+      guard envelope.success else { throw CPFHubError.cpfNotFound(redactedCPF: cpf.redacted) }
       guard let person = envelope.data else {
-        throw CPFHubError.invalidResponse(reason: "\"success\": true without \"data\"")
+        throw CPFHubError.invalidResponse("\"success\": true without \"data\"")
       }
       guard person.cpf == cpf else {
-        throw CPFHubError.invalidResponse(reason: "the API answered for another CPF")
+        throw CPFHubError.invalidResponse("the API answered for another CPF")
       }
       return person
     case 400:
@@ -262,7 +263,7 @@ public struct CPFClient: Sendable {
       throw CPFHubError.unauthorized(status: response.status)
     case 404:
       if response.looksLikeHTML { throw unexpectedStatus(response) }
-      throw CPFHubError.notFound(redactedCPF: cpf.redacted)
+      throw CPFHubError.cpfNotFound(redactedCPF: cpf.redacted)
     default:
       throw unexpectedStatus(response)
     }
@@ -286,18 +287,17 @@ public struct CPFClient: Sendable {
   private static func requireJSON(_ response: HTTPResponse) throws {
     if response.looksLikeHTML {
       throw CPFHubError.invalidResponse(
-        reason:
-          "expected JSON, got an HTML page (HTTP \(response.status); captive portal or proxy?)"
+        "expected JSON, got an HTML page (HTTP \(response.status); captive portal or proxy?)"
       )
     }
     if let type = response.mediaType, !response.isJSON, type != "text/plain" {
-      throw CPFHubError.invalidResponse(reason: "expected JSON, got \(type.prefix(60))")
+      throw CPFHubError.invalidResponse("expected JSON, got \(type.prefix(60))")
     }
   }
 
   private static func unexpectedStatus(_ response: HTTPResponse) -> CPFHubError {
     let kind = response.looksLikeHTML ? " with an HTML page" : ""
-    return .invalidResponse(reason: "unexpected HTTP status \(response.status)\(kind)")
+    return .invalidResponse("unexpected HTTP status \(response.status)\(kind)")
   }
 
   private static func normalize(pathPrefix: String) -> String {

@@ -49,10 +49,7 @@ public struct Address: Sendable, Hashable, Codable {
   }
 
   /// The CEP masked as people write it: `"01310-100"`.
-  public var formattedCEP: String {
-    guard cep.utf8.count == 8 else { return cep }
-    return "\(cep.prefix(5))-\(cep.suffix(3))"
-  }
+  public var formattedCEP: String { maskedCEP(cep) }
 
   /// Decodes an address, tolerating a masked `cep`, numbers for strings and missing fields.
   ///

@@ -1,7 +1,7 @@
 /// An error in CSV input, with the 1-based line where the bad record starts.
-public struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
   /// What is wrong.
-  public enum Reason: Sendable, Equatable {
+  package enum Reason: Sendable, Equatable {
     /// A quoted field was still open when the input ended.
     case unterminatedQuote
     /// A closing quote was followed by something other than a separator or a line end.
@@ -13,18 +13,18 @@ public struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
   }
 
   /// What is wrong.
-  public var reason: Reason
+  package var reason: Reason
   /// The line, counting from 1, on which the offending record starts.
-  public var line: Int
+  package var line: Int
 
   /// Creates an error.
-  public init(reason: Reason, line: Int) {
+  package init(reason: Reason, line: Int) {
     self.reason = reason
     self.line = line
   }
 
   /// A readable explanation, for logs and the command line.
-  public var description: String {
+  package var description: String {
     switch reason {
     case .unterminatedQuote: return "CSV line \(line): quoted field never closed"
     case .characterAfterClosingQuote:
@@ -36,20 +36,20 @@ public struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// One CSV record: its fields, decoded, and — when asked for — its exact bytes.
-public struct CSVRecord: Sendable, Equatable {
+package struct CSVRecord: Sendable, Equatable {
   /// The fields, unquoted and unescaped.
-  public var fields: [String]
+  package var fields: [String]
   /// The record's bytes exactly as they were in the input, without the line terminator;
   /// empty unless the reader was created with `keepRawBytes: true`.
-  public var rawBytes: [UInt8]
+  package var rawBytes: [UInt8]
   /// The line terminator that ended the record: `"\n"`, `"\r\n"`, `"\r"`, or empty at the
   /// end of input.
-  public var terminator: [UInt8]
+  package var terminator: [UInt8]
   /// The 1-based line on which the record starts.
-  public var line: Int
+  package var line: Int
 
   /// Creates a record.
-  public init(fields: [String], rawBytes: [UInt8] = [], terminator: [UInt8] = [], line: Int = 1) {
+  package init(fields: [String], rawBytes: [UInt8] = [], terminator: [UInt8] = [], line: Int = 1) {
     self.fields = fields
     self.rawBytes = rawBytes
     self.terminator = terminator
@@ -57,7 +57,7 @@ public struct CSVRecord: Sendable, Equatable {
   }
 
   /// Whether the record is an empty line (a single empty field and no bytes).
-  public var isBlank: Bool { fields.count == 1 && fields[0].isEmpty }
+  package var isBlank: Bool { fields.count == 1 && fields[0].isEmpty }
 }
 
 /// An incremental RFC 4180 reader: feed it bytes as they arrive, take records out as they
@@ -73,19 +73,19 @@ public struct CSVRecord: Sendable, Equatable {
 /// reader.finish()
 /// while let record = try reader.next() { print(record.fields) }
 /// ```
-public struct CSVReader: Sendable {
+package struct CSVReader: Sendable {
   private static let quote = UInt8(ascii: "\"")
   private static let lineFeed = UInt8(ascii: "\n")
   private static let carriageReturn = UInt8(ascii: "\r")
 
   /// The field separator byte (`,` unless set otherwise).
-  public let separator: UInt8
+  package let separator: UInt8
   /// Whether records carry their exact input bytes in ``CSVRecord/rawBytes``.
-  public let keepRawBytes: Bool
+  package let keepRawBytes: Bool
   /// The largest record accepted, so that hostile input cannot exhaust memory.
-  public let maxRecordBytes: Int
+  package let maxRecordBytes: Int
   /// Whether the input began with a UTF-8 byte-order mark (which is not part of any field).
-  public private(set) var sawByteOrderMark = false
+  package private(set) var sawByteOrderMark = false
 
   private var buffer: [UInt8] = []
   private var position = 0
@@ -102,7 +102,7 @@ public struct CSVReader: Sendable {
   ///   - keepRawBytes: keep each record's exact bytes, for tools that must copy input
   ///     through unchanged.
   ///   - maxRecordBytes: the longest record accepted (16 MiB by default).
-  public init(
+  package init(
     separator: UInt8 = UInt8(ascii: ","), keepRawBytes: Bool = false,
     maxRecordBytes: Int = 16 << 20
   ) {
@@ -112,7 +112,7 @@ public struct CSVReader: Sendable {
   }
 
   /// Reads all of `bytes` at once and returns every record.
-  public static func records(
+  package static func records(
     in bytes: some Collection<UInt8>, separator: UInt8 = UInt8(ascii: ",")
   ) throws -> [CSVRecord] {
     var reader = CSVReader(separator: separator)
@@ -124,7 +124,7 @@ public struct CSVReader: Sendable {
   }
 
   /// Adds input bytes.
-  public mutating func append(_ bytes: some Collection<UInt8>) {
+  package mutating func append(_ bytes: some Collection<UInt8>) {
     if position > 0 && position >= buffer.count / 2 {
       buffer.removeSubrange(0..<position)
       position = 0
@@ -133,13 +133,13 @@ public struct CSVReader: Sendable {
   }
 
   /// Declares that no more input will come, so a final record without a line end counts.
-  public mutating func finish() {
+  package mutating func finish() {
     atEnd = true
   }
 
   /// The next complete record, or `nil` when more input is needed (or, after ``finish()``,
   /// when the input is exhausted).
-  public mutating func next() throws -> CSVRecord? {
+  package mutating func next() throws -> CSVRecord? {
     if !checkedByteOrderMark {
       if buffer.count - position < 3 && !atEnd { return nil }
       checkedByteOrderMark = true

@@ -10,6 +10,28 @@ import Foundation
 /// | ``serverError(message:status:)`` | yes, until `maxAttempts` | try again later |
 /// | ``networkError(message:)`` | yes, until `maxAttempts` | check connectivity; try again |
 /// | ``invalidResponse(_:)`` | no | something between you and the API answered instead (a captive portal, a proxy) |
+///
+/// `CPFHubError` uses the same words where a CPF lookup fails the same way:
+/// `rateLimited(message:retryAfter:)`, `serverError(message:status:)`, `networkError(message:)`
+/// (a deadline included, as here), `invalidResponse(_:)`, the same ``kind`` names and the same
+/// ``isRetriable`` line; its `invalidCPF` and `cpfNotFound` mirror ``invalidCEP(_:)`` and
+/// ``cepNotFound(_:)``.
+///
+/// ### Future cases
+///
+/// These six cases are the seed's and keep their names, payloads and meanings until a major
+/// release. A minor release may add a case (named in the CHANGELOG's "Added" section), so give
+/// a `switch` over this enum an `@unknown default` that falls back on ``isRetriable`` and
+/// ``message``:
+///
+/// ```swift
+/// switch error {
+/// case .invalidCEP, .cepNotFound: askTheUserAgain()
+/// case .rateLimited, .serverError, .networkError: showTryAgainLater()
+/// case .invalidResponse: report(error.message)
+/// @unknown default: error.isRetriable ? showTryAgainLater() : report(error.message)
+/// }
+/// ```
 public enum CepisError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
   /// The CEP is malformed (decided locally, no request sent) or the API rejected it
   /// (HTTP 400, carrying its `mensagem`).

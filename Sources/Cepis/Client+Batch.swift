@@ -171,7 +171,6 @@ struct BatchColumns {
 /// Inputs are keyed by their CEP number, so planning a million inputs builds a string only
 /// for each distinct CEP, never for each input.
 struct BatchPlan {
-  var slots: [String?] { slotIndices.map { $0.map { distinct[$0] } } }
   /// Each input's index in `distinct`, or `nil` when malformed.
   var slotIndices: [Int?]
   var distinct: [String]

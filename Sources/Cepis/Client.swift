@@ -157,7 +157,7 @@ public struct Client: Sendable {
     self.core = HTTPClientCore(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
       backoffMax: backoffMax, totalTimeout: totalTimeout, transport: transport.base,
-      maxBodyBytes: Self.maxBodyBytes, budget: retryBudget?.core, environment: environment)
+      maxBodyBytes: Self.maxBodyBytes, budget: retryBudget, environment: environment)
     let policy = core.policy
     self.baseURL = core.baseURL
     self.timeout = policy.attemptTimeout

@@ -1,4 +1,5 @@
 import CepisHTTP
+import CepisSupport
 
 /// The engine of one iteration of a ``LookupStream``.
 ///

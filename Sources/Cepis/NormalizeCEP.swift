@@ -62,7 +62,7 @@ func cepNumber(_ bytes: some Collection<UInt8>) -> Int? {
 }
 
 /// The 8-digit string of a CEP number (`1001000` → `"01001000"`).
-func cepString(_ number: Int) -> String {
+package func cepString(_ number: Int) -> String {
   var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0)
   var rest = number
   withUnsafeMutableBytes(of: &digits) { buffer in
@@ -72,6 +72,15 @@ func cepString(_ number: Int) -> String {
     }
   }
   return withUnsafeBytes(of: &digits) { String(decoding: $0, as: UTF8.self) }
+}
+
+/// The masked form people write, `NNNNN-NNN`, of an 8-digit CEP; anything else unchanged.
+/// The client side's one CEP formatter: ``Address/formattedCEP`` and the command line's output
+/// use it. (CepisMock keeps a formatter of its own on purpose: a server that shares the
+/// client's code cannot catch the client's mistakes.)
+package func maskedCEP(_ cep: String) -> String {
+  guard cep.utf8.count == 8 else { return cep }
+  return "\(cep.prefix(5))-\(cep.suffix(3))"
 }
 
 /// `value` in quotes for a message, shortened when long and with control characters shown

@@ -27,7 +27,7 @@ enum CPFLookupCommand {
       maxAttempts: try context.integer("attempts", range: 1...100) ?? 3,
       totalTimeout: try context.number("total-timeout") ?? 30,
       userAgent: "cepis-cli/\(CepisTool.version)",
-      transport: try context.cpfTransport())
+      transport: try context.transport())
     let console = context.console
     let person: Person
     do {
@@ -35,7 +35,7 @@ enum CPFLookupCommand {
     } catch let error as CPFHubError {
       console.error(error.message)
       switch error {
-      case .invalidCPF, .notFound:
+      case .invalidCPF, .cpfNotFound:
         return .failure
       case .missingAPIKey, .insecureTransport, .unauthorized:
         console.err("Set CPFHUB_API_KEY (and CPFHUB_BASE_URL or --cpfhub-url for another host).\n")
@@ -43,7 +43,7 @@ enum CPFLookupCommand {
       case .networkError:
         console.noteNetworkFailure()
         return .unavailable
-      case .rateLimited, .serverError, .timeout, .invalidResponse:
+      case .rateLimited, .serverError, .invalidResponse:
         return .unavailable
       }
     }
@@ -71,13 +71,5 @@ enum CPFLookupCommand {
       ])
     writer.end()
     return .success
-  }
-}
-
-extension Context {
-  /// The CPFHub client's transport: the one `--transport` names, or the build's default.
-  func cpfTransport() throws(UsageError) -> CPFClient.Transport {
-    guard let kind = try transportKind() else { return .default }
-    return CPFClient.Transport.named(kind.rawValue) ?? .default
   }
 }

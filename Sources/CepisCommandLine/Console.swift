@@ -1,3 +1,4 @@
+import CepisSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -11,13 +12,15 @@ import Foundation
 /// Where a command writes: stdout for data, stderr for diagnostics — the process's own
 /// descriptors, or in-memory buffers for in-process tests.
 ///
-/// `@unchecked Sendable` is sound: every stored `var` is private and is only read or written
-/// while `lock` is held (see `withLock`); the `let`s are immutable values.
-final class Console: @unchecked Sendable {
-  private let lock = NSLock()
-  private var outBuffer: [UInt8] = []
-  private var errBuffer: [UInt8] = []
-  private var networkFailures = 0
+/// Its mutable state lives in one ``LockedValue``, the package's lock type.
+final class Console: Sendable {
+  private struct Buffers {
+    var out: [UInt8] = []
+    var err: [UInt8] = []
+    var networkFailures = 0
+  }
+
+  private let buffers = LockedValue(Buffers())
   private let capturing: Bool
   /// Whether stdout is a terminal.
   let stdoutIsTTY: Bool
@@ -48,20 +51,15 @@ final class Console: @unchecked Sendable {
     stderrColor = color
   }
 
-  private func withLock<T>(_ body: () -> T) -> T {
-    lock.lock()
-    defer { lock.unlock() }
-    return body()
-  }
-
   /// Writes data to stdout (buffered; see ``flush()``).
   func out(_ text: String) {
     let bytes = Array(text.utf8)
-    let pending: [UInt8]? = withLock {
-      outBuffer.append(contentsOf: bytes)
-      guard !capturing, outBuffer.count >= 1 << 16 else { return nil }
-      defer { outBuffer.removeAll(keepingCapacity: true) }
-      return outBuffer
+    let capturing = self.capturing
+    let pending: [UInt8]? = buffers.withLock { buffers in
+      buffers.out.append(contentsOf: bytes)
+      guard !capturing, buffers.out.count >= 1 << 16 else { return nil }
+      defer { buffers.out.removeAll(keepingCapacity: true) }
+      return buffers.out
     }
     if let pending { writeAll(1, pending) }
   }
@@ -70,7 +68,7 @@ final class Console: @unchecked Sendable {
   func err(_ text: String) {
     let bytes = Array(text.utf8)
     if capturing {
-      withLock { errBuffer.append(contentsOf: bytes) }
+      buffers.withLock { $0.err.append(contentsOf: bytes) }
     } else {
       writeAll(2, bytes)
     }
@@ -84,7 +82,7 @@ final class Console: @unchecked Sendable {
 
   /// Records that an API could not be reached (reported however the output format shows it).
   func noteNetworkFailure() {
-    withLock { networkFailures += 1 }
+    buffers.withLock { $0.networkFailures += 1 }
   }
 
   /// Records a network failure when `status` is one.
@@ -94,7 +92,7 @@ final class Console: @unchecked Sendable {
 
   /// Whether any API could not be reached during this run.
   var sawNetworkFailure: Bool {
-    withLock { networkFailures > 0 }
+    buffers.withLock { $0.networkFailures > 0 }
   }
 
   /// `cepis: <message>` on stderr.
@@ -104,18 +102,19 @@ final class Console: @unchecked Sendable {
 
   /// Writes what stdout has buffered.
   func flush() {
-    let pending: [UInt8] = withLock {
+    let capturing = self.capturing
+    let pending: [UInt8] = buffers.withLock { buffers in
       guard !capturing else { return [] }
-      defer { outBuffer.removeAll(keepingCapacity: true) }
-      return outBuffer
+      defer { buffers.out.removeAll(keepingCapacity: true) }
+      return buffers.out
     }
     if !pending.isEmpty { writeAll(1, pending) }
   }
 
   /// What was written to stdout (capturing consoles only).
-  var capturedOut: String { withLock { String(decoding: outBuffer, as: UTF8.self) } }
+  var capturedOut: String { buffers.withLock { String(decoding: $0.out, as: UTF8.self) } }
   /// What was written to stderr (capturing consoles only).
-  var capturedErr: String { withLock { String(decoding: errBuffer, as: UTF8.self) } }
+  var capturedErr: String { buffers.withLock { String(decoding: $0.err, as: UTF8.self) } }
 }
 
 /// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`.
@@ -137,26 +136,20 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
   }
 }
 
-/// A flag set from a signal handler and read by the main loop.
-///
-/// `@unchecked Sendable` is sound: `value` is private and only accessed while `lock` is held.
-final class AtomicFlag: @unchecked Sendable {
-  private let lock = NSLock()
-  private var value = 0
+/// A flag set from a signal handler and read by the main loop: a count under the package's one
+/// lock type.
+struct AtomicFlag: Sendable {
+  private let raised = LockedValue(0)
 
   /// Raises the flag and returns how many times it had been raised before.
   @discardableResult
   func raise() -> Int {
-    lock.lock()
-    defer { lock.unlock() }
-    value += 1
-    return value - 1
+    raised.withLock { value in
+      value += 1
+      return value - 1
+    }
   }
 
   /// Whether the flag has been raised.
-  var isRaised: Bool {
-    lock.lock()
-    defer { lock.unlock() }
-    return value > 0
-  }
+  var isRaised: Bool { raised.withLock { $0 > 0 } }
 }

@@ -74,20 +74,6 @@ enum EnrichCommand {
     return first.st_dev == second.st_dev && first.st_ino == second.st_ino
   }
 
-  /// The appended part of a row: `,logradouro,…,cepis_status`, quoted per RFC 4180.
-  static func appended(_ resolution: Resolution) -> [UInt8] {
-    var bytes: [UInt8] = []
-    switch resolution {
-    case .found(let address): EnrichMemo.render(address, to: &bytes)
-    case .notFound: EnrichMemo.render(nil, to: &bytes)
-    case .invalid: bytes = Array(",,,,,,,invalid".utf8)
-    case .failed(let error):
-      bytes = Array(",,,,,,".utf8)
-      appendCSVField("error: \(error.kind)", to: &bytes)
-    }
-    return bytes
-  }
-
   /// Counts the complete records of an earlier run's output: how many, and the byte offset
   /// just after the last one. A trailing partial record (no line end, a quote left open, a
   /// line end cut between CR and LF) does not count.

@@ -1,4 +1,5 @@
 import Cepis
+import CepisSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -383,7 +384,16 @@ final class EnrichJob {
     emitWaiting(record, id)
   }
 
-  private static let invalidAnswer = Array(",,,,,,,invalid".utf8)
+  /// The appended fields of a row whose CEP is malformed: never sent, never memoised.
+  static let invalidAnswer = Array(",,,,,,,invalid".utf8)
+
+  /// The appended fields of every row of a chunk that failed with `error`: empty address
+  /// fields and `error: <kind>` for the status.
+  static func failureAnswer(_ error: CepisError) -> [UInt8] {
+    var appended = Array(",,,,,,".utf8)
+    appendCSVField("error: \(error.kind)", to: &appended)
+    return appended
+  }
 
   private func emitKnown(_ record: CSVRecord, _ status: EnrichStatus, _ appended: [UInt8]) {
     if segmentHead == segments.count, let sink {
@@ -515,8 +525,7 @@ final class EnrichJob {
       if case .networkError = error { console.noteNetworkFailure() }
       let failure = Int32(failures.count)
       failures.append(error)
-      var appended = Array(",,,,,,".utf8)
-      appendCSVField("error: \(error.kind)", to: &appended)
+      let appended = Self.failureAnswer(error)
       for id in outcome.records {
         let index = Int(id)
         let cep = records[index].cep
@@ -690,57 +699,59 @@ struct ChunkOutcome: Sendable {
 /// Where chunk tasks leave their outcomes for the run loop, which takes them between rows
 /// without waiting, or sleeps until one arrives (or a signal wakes it).
 ///
-/// `@unchecked Sendable` is sound: `outcomes`, `waiter` and `woken` are private and only
-/// read or written with `lock` held; a continuation is resumed after the lock is released,
-/// exactly once (it is taken out of `waiter` under the lock by whoever resumes it).
-final class ChunkMailbox: @unchecked Sendable {
-  private let lock = NSLock()
-  private var outcomes: [ChunkOutcome] = []
-  private var waiter: CheckedContinuation<Void, Never>?
-  private var woken = false
+/// Its state lives in one ``LockedValue``, the package's lock type; a continuation is resumed
+/// after the lock is released, exactly once (it is taken out of `waiter` under the lock by
+/// whoever resumes it).
+final class ChunkMailbox: Sendable {
+  private struct State {
+    var outcomes: [ChunkOutcome] = []
+    var waiter: CheckedContinuation<Void, Never>?
+    var woken = false
+  }
+
+  private let state = LockedValue(State())
 
   /// Leaves an outcome and wakes the run loop.
   func post(_ outcome: ChunkOutcome) {
-    lock.lock()
-    outcomes.append(outcome)
-    let continuation = waiter
-    waiter = nil
-    lock.unlock()
+    let continuation = state.withLock { state in
+      state.outcomes.append(outcome)
+      defer { state.waiter = nil }
+      return state.waiter
+    }
     continuation?.resume()
   }
 
   /// Wakes the run loop without an outcome (a signal arrived).
   func wake() {
-    lock.lock()
-    woken = true
-    let continuation = waiter
-    waiter = nil
-    lock.unlock()
+    let continuation = state.withLock { state in
+      state.woken = true
+      defer { state.waiter = nil }
+      return state.waiter
+    }
     continuation?.resume()
   }
 
   /// Takes every outcome left so far.
   func drain() -> [ChunkOutcome] {
-    lock.lock()
-    defer { lock.unlock() }
-    guard !outcomes.isEmpty else { return [] }
-    let taken = outcomes
-    outcomes.removeAll()
-    return taken
+    state.withLock { state in
+      guard !state.outcomes.isEmpty else { return [] }
+      defer { state.outcomes.removeAll() }
+      return state.outcomes
+    }
   }
 
   /// Returns when an outcome is waiting (at once if one already is) or after ``wake()``.
   func wait() async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      lock.lock()
-      if !outcomes.isEmpty || woken {
-        woken = false
-        lock.unlock()
-        continuation.resume()
-        return
+      let ready = state.withLock { state -> Bool in
+        if !state.outcomes.isEmpty || state.woken {
+          state.woken = false
+          return true
+        }
+        state.waiter = continuation
+        return false
       }
-      waiter = continuation
-      lock.unlock()
+      if ready { continuation.resume() }
     }
   }
 }

@@ -1,4 +1,5 @@
 import Cepis
+import CepisSupport
 import Foundation
 
 /// What `enrich` wrote for one row.
@@ -596,26 +597,8 @@ final class CEPSet {
 }
 
 /// Appends `,` and `text` as one CSV field, quoted per RFC 4180 when it holds a comma, a
-/// quote or a line break.
+/// quote or a line break (``CSVField``, the package's one field writer).
 func appendCSVField(_ text: String, to out: inout [UInt8]) {
   out.append(UInt8(ascii: ","))
-  var text = text
-  text.withUTF8 { bytes in
-    var needsQuotes = false
-    for byte in bytes
-    where byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13 {
-      needsQuotes = true
-      break
-    }
-    guard needsQuotes else {
-      out.append(contentsOf: bytes)
-      return
-    }
-    out.append(UInt8(ascii: "\""))
-    for byte in bytes {
-      if byte == UInt8(ascii: "\"") { out.append(byte) }
-      out.append(byte)
-    }
-    out.append(UInt8(ascii: "\""))
-  }
+  CSVField.append(text, to: &out)
 }

@@ -226,7 +226,7 @@ enum UFCommand {
         console.error(
           cep == nil
             ? "invalid CEP '\(input)': expected 8 digits, as in 01001-000"
-            : "CEP \(CEPResult.masked(cep ?? input)) is in no state's CEP range")
+            : "CEP \(maskedCEP(cep ?? input)) is in no state's CEP range")
         continue
       }
       let json = JSONValue.object([
@@ -237,7 +237,7 @@ enum UFCommand {
       let code = uf?.rawValue.uppercased() ?? ""
       writer.write(
         text:
-          "\(CEPResult.masked(cep ?? input))  \(code)  \(uf?.name ?? "")  (\(uf?.region.name ?? ""))",
+          "\(maskedCEP(cep ?? input))  \(code)  \(uf?.name ?? "")  (\(uf?.region.name ?? ""))",
         json: json,
         csv: [input, cep ?? "", status, code, uf?.name ?? "", uf?.region.name ?? ""])
     }

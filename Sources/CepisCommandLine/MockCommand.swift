@@ -1,4 +1,5 @@
 import CepisMock
+import CepisSupport
 import Dispatch
 import Foundation
 
@@ -69,14 +70,17 @@ enum MockCommand {
 /// waiter lives, so the process is not killed and can clean up.
 ///
 /// `@unchecked Sendable` is sound: `sources` is written only in `init` (before the value is
-/// shared) and `cancel()`; `continuation`, `pending` and `count` are only accessed with
-/// `lock` held.
+/// shared) and `cancel()`; everything else that changes lives in `state`, a ``LockedValue``
+/// (the package's lock type).
 final class SignalWaiter: @unchecked Sendable {
-  private let lock = NSLock()
+  private struct State {
+    var continuation: CheckedContinuation<Int32, Never>?
+    var pending: Int32?
+    var count = 0
+  }
+
+  private let state = LockedValue(State())
   private var sources: [DispatchSourceSignal] = []
-  private var continuation: CheckedContinuation<Int32, Never>?
-  private var pending: Int32?
-  private var count = 0
   private let queue = DispatchQueue(label: "cepis.signals")
   private let signals: [Int32]
   /// Called on every signal with how many had arrived before it (runs on a private queue).
@@ -95,13 +99,14 @@ final class SignalWaiter: @unchecked Sendable {
   }
 
   private func deliver(_ number: Int32) {
-    lock.lock()
-    let before = count
-    count += 1
-    let waiting = continuation
-    continuation = nil
-    if waiting == nil && pending == nil { pending = number }
-    lock.unlock()
+    let (before, waiting) = state.withLock { state in
+      let before = state.count
+      state.count += 1
+      let waiting = state.continuation
+      state.continuation = nil
+      if waiting == nil && state.pending == nil { state.pending = number }
+      return (before, waiting)
+    }
     onSignal?(number, before)
     waiting?.resume(returning: number)
   }
@@ -109,14 +114,12 @@ final class SignalWaiter: @unchecked Sendable {
   /// Waits for the first signal (returns at once if one already came).
   func wait() async -> Int32 {
     await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-      lock.lock()
-      if let pending {
-        lock.unlock()
-        continuation.resume(returning: pending)
-        return
+      let pending = state.withLock { state -> Int32? in
+        if let pending = state.pending { return pending }
+        state.continuation = continuation
+        return nil
       }
-      self.continuation = continuation
-      lock.unlock()
+      if let pending { continuation.resume(returning: pending) }
     }
   }
 

@@ -1,4 +1,5 @@
 import Cepis
+import CepisSupport
 
 /// How results are written on stdout.
 enum OutputFormat: String, CaseIterable, Sendable {
@@ -98,11 +99,7 @@ func jsonQuoted(_ text: String) -> String {
 
 /// One CSV field, quoted per RFC 4180 when it holds a comma, a quote or a line break.
 func csvField(_ text: String) -> String {
-  let needsQuotes = text.utf8.contains { byte in
-    byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13
-  }
-  guard needsQuotes else { return text }
-  return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+  CSVField.string(text)
 }
 
 /// One CSV row with a CRLF line end.
@@ -150,7 +147,7 @@ struct CEPResult: Sendable, Equatable {
       self.address = address
     case .notFound:
       status = .notFound
-      message = "CEP \(Self.masked(cep ?? input)) not found"
+      message = "CEP \(maskedCEP(cep ?? input)) not found"
     case .invalid:
       status = .invalid
       message = "invalid CEP '\(input)': expected 8 digits, as in 01001-000"
@@ -158,11 +155,6 @@ struct CEPResult: Sendable, Equatable {
       status = .error(kind: error.kind)
       message = error.message
     }
-  }
-
-  static func masked(_ cep: String) -> String {
-    guard cep.utf8.count == 8 else { return cep }
-    return "\(cep.prefix(5))-\(cep.suffix(3))"
   }
 
   static let csvHeader = [
@@ -206,7 +198,7 @@ struct CEPResult: Sendable, Equatable {
 
   /// `01310-100  Avenida Paulista, de 612 a 1510 - lado par, Bela Vista, São Paulo/SP`.
   func textLine(bold: Bool = false) -> String {
-    let shown = cep.map(Self.masked) ?? input
+    let shown = cep.map(maskedCEP) ?? input
     let head = bold ? "\u{1B}[1m\(shown)\u{1B}[0m" : shown
     guard let a = address else {
       switch status {

@@ -29,7 +29,7 @@ package struct HTTPClientCore: Sendable {
     totalTimeout: TimeInterval?,
     transport: any HTTPTransport,
     maxBodyBytes: Int,
-    budget: RetryBudget.Configuration?,
+    budget: RetryBudget?,
     environment: HTTPEnvironment
   ) {
     var text = baseURL.absoluteString
@@ -44,7 +44,7 @@ package struct HTTPClientCore: Sendable {
     self.executor = HTTPExecutor(
       policy: policy,
       transport: transport,
-      budget: budget.map { RetryBudget($0) },
+      budget: budget.map { RetryTokenBucket($0) },
       environment: environment)
   }
 

@@ -15,14 +15,14 @@ import Foundation
 ///   attempts in all, after a full-jitter backoff or the server's `Retry-After` (capped);
 /// - every other response is returned as it is, for the client module to interpret;
 /// - cancelling the calling task ends the call promptly with `CancellationError`;
-/// - a client-wide ``RetryBudget`` stops retries when too many have failed recently.
+/// - a client-wide ``RetryTokenBucket`` stops retries when too many have failed recently.
 package struct HTTPExecutor: Sendable {
   /// The retry and deadline settings.
   package let policy: RetryPolicy
   /// The transport that performs single attempts.
   package let transport: any HTTPTransport
   /// The client-wide retry budget, or `nil` for none.
-  package let budget: RetryBudget?
+  package let budget: RetryTokenBucket?
   /// Clock, sleeper and random source.
   package let environment: HTTPEnvironment
 
@@ -30,7 +30,7 @@ package struct HTTPExecutor: Sendable {
   package init(
     policy: RetryPolicy,
     transport: any HTTPTransport,
-    budget: RetryBudget?,
+    budget: RetryTokenBucket?,
     environment: HTTPEnvironment = .live
   ) {
     self.policy = policy

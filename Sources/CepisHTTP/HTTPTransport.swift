@@ -1,3 +1,4 @@
+import CepisSupport
 import Foundation
 
 /// One `GET` as the core hands it to a transport.

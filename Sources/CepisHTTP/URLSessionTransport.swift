@@ -1,3 +1,4 @@
+import CepisSupport
 import Foundation
 
 #if canImport(FoundationNetworking)

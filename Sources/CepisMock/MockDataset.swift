@@ -1,3 +1,5 @@
+import BrazilianDocuments
+import CepisSupport
 import Foundation
 
 /// A point on the map with its precision, as in the `geo` object of a cep.is answer.
@@ -157,7 +159,7 @@ public struct MockDataset: Sendable {
       normalized.cep = cepString(value)
       if byValue.updateValue(normalized, forKey: value) == nil { order.append(value) }
       var row: [UInt8] = []
-      CSVWriter.appendRow(fields: normalized.csvFields, to: &row)
+      CSVField.appendRow(normalized.csvFields, to: &row)
       rows[value] = row
     }
     self.addresses = byValue
@@ -323,6 +325,10 @@ extension MockAddress {
 }
 
 /// The numeric value of a CEP written as 8 digits or `NNNNN-NNN`, or `nil` if malformed.
+///
+/// The mock parses and formats CEPs with code of its own, not the client's (`Cepis`'s
+/// `normalizeCEP` and formatter): a server that shares the client's code cannot catch the
+/// client's mistakes. It reads the wire strictly, as cep.is does.
 func cepValue(_ text: some StringProtocol) -> Int? {
   let utf8 = text.utf8
   guard utf8.count == 8 || utf8.count == 9 else { return nil }
@@ -357,26 +363,10 @@ func maskedCEP(_ cep: String) -> String {
   return String(cep.prefix(5)) + "-" + String(cep.suffix(3))
 }
 
-/// Whether an 11-digit CPF has valid check digits and is not all one digit.
+/// Whether `cpf` is 11 ASCII digits making a valid CPF (BrazilianDocuments' rules): the
+/// cpfhub.io routes take digits only, never a masked CPF.
 func isValidCPF(_ cpf: String) -> Bool {
-  let digits = cpf.utf8.map { Int($0) - 48 }
-  guard digits.count == 11, digits.allSatisfy({ (0...9).contains($0) }) else { return false }
-  guard Set(digits).count > 1 else { return false }
-  let checks = cpfCheckDigits(Array(digits.prefix(9)))
-  return digits[9] == checks.0 && digits[10] == checks.1
-}
-
-/// The two check digits of a CPF's first nine digits.
-func cpfCheckDigits(_ nine: [Int]) -> (Int, Int) {
-  func digit(_ values: [Int]) -> Int {
-    let weightStart = values.count + 1
-    var sum = 0
-    for (index, value) in values.enumerated() { sum += value * (weightStart - index) }
-    let remainder = sum % 11
-    return remainder < 2 ? 0 : 11 - remainder
-  }
-  let first = digit(nine)
-  return (first, digit(nine + [first]))
+  cpf.utf8.count == 11 && cpf.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && CPF.isValid(cpf)
 }
 
 /// The generated addresses of the synthetic range.
@@ -411,7 +401,7 @@ enum SyntheticAddress {
   private static let suffix = Array(",São Paulo,SP,3550308".utf8)
   private static let csvComplementos: [[UInt8]] = complementos.map { text in
     var bytes: [UInt8] = []
-    CSVWriter.appendField(text, to: &bytes)
+    CSVField.append(text, to: &bytes)
     return bytes
   }
 
@@ -450,33 +440,6 @@ func appendDecimal(_ value: Int, to out: inout [UInt8]) {
     out.append(UInt8(48 + rest / divisor))
     rest %= divisor
     divisor /= 10
-  }
-}
-
-/// RFC 4180 CSV writing.
-enum CSVWriter {
-  /// Appends one field, quoted when it contains `,`, `"`, CR or LF (quotes doubled).
-  static func appendField(_ field: String, to out: inout [UInt8]) {
-    let utf8 = field.utf8
-    let needsQuotes = utf8.contains { $0 == 44 || $0 == 34 || $0 == 10 || $0 == 13 }
-    guard needsQuotes else {
-      out.append(contentsOf: utf8)
-      return
-    }
-    out.append(34)
-    for byte in utf8 {
-      if byte == 34 { out.append(34) }
-      out.append(byte)
-    }
-    out.append(34)
-  }
-
-  /// Appends the fields separated by commas (no line ending).
-  static func appendRow(fields: [String], to out: inout [UInt8]) {
-    for (index, field) in fields.enumerated() {
-      if index > 0 { out.append(44) }
-      appendField(field, to: &out)
-    }
   }
 }
 

@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import Foundation
 
 /// The routes served by ``MockServer`` whose answers can be scripted with faults.
@@ -157,13 +158,16 @@ public enum MockFault: Sendable, Hashable {
 }
 
 /// The error thrown by ``MockServer/parseFaults(_:)`` for a malformed fault specification.
-public struct MockFaultSpecError: Error, CustomStringConvertible, Sendable, Equatable {
+package struct MockFaultSpecError: Error, CustomStringConvertible, Sendable, Equatable {
   /// What was wrong.
-  public var description: String
+  package var description: String
 }
 
 extension MockServer {
-  /// Parses a command-line fault specification into faults.
+  /// Parses a fault specification string, as the control endpoint accepts it, into faults.
+  ///
+  /// `package`: the syntax is documented for the control endpoint (the CepisMock article); a
+  /// Swift test scripts ``MockFault`` values directly.
   ///
   /// The specification is a comma-separated list; each item is one fault, optionally followed by
   /// `*N` to repeat it N times. Names are case-insensitive and `-`/`_` are ignored, so the case
@@ -198,7 +202,7 @@ extension MockServer {
   /// endpoint's `"route"`): `cep`, `csv`, `health`, `cpf`, and one per fallback provider,
   /// `viacep` and `brasilapi`, so a test can take cep.is down while ViaCEP answers. A fault
   /// meant for one route only (``MockFault/onlyRoute``) does nothing elsewhere.
-  public static func parseFaults(_ spec: String) throws -> [MockFault] {
+  package static func parseFaults(_ spec: String) throws -> [MockFault] {
     var faults: [MockFault] = []
     for rawItem in splitOutsideQuotes(spec, separator: ",") {
       let item = rawItem.trimmingCharacters(in: .whitespaces)
@@ -406,31 +410,5 @@ public struct MockChaos: Sendable, Hashable {
     let draw = Double(generator.next() >> 11) / Double(UInt64(1) << 53)
     guard draw < rate else { return nil }
     return faults[Int(generator.next() % UInt64(faults.count))]
-  }
-}
-
-/// The SplitMix64 generator (Steele, Lea, Flood 2014): tiny, fast, seedable and good enough for
-/// tests — the one behind ``MockChaos``, public so that a test lays out the same data on every run.
-///
-/// ```swift
-/// var generator = SplitMix64(state: 7)
-/// let cep = Int.random(in: 10_000_000...19_999_999, using: &generator)
-/// ```
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-  /// The generator's state; the seed.
-  public var state: UInt64
-
-  /// A generator seeded with `state`.
-  public init(state: UInt64) {
-    self.state = state
-  }
-
-  /// The next 64 random bits.
-  public mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var value = state
-    value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-    return value ^ (value >> 31)
   }
 }

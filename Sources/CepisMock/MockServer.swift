@@ -1,3 +1,4 @@
+import CepisSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -242,23 +243,6 @@ public struct MockRequestRecord: Sendable, Hashable, Codable {
   public var queryItems: [String: String] { queryDictionary(query) }
 }
 
-/// A value guarded by a lock.
-///
-/// `@unchecked Sendable` is safe: `value` is private and is only read or written inside
-/// `withLock`, which holds `lock` for the whole access, so no two threads touch it at once.
-final class LockedBox<Value>: @unchecked Sendable {
-  private let lock = NSLock()
-  private var value: Value
-
-  init(_ value: Value) { self.value = value }
-
-  func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-    lock.lock()
-    defer { lock.unlock() }
-    return try body(&value)
-  }
-}
-
 /// The server's mutable state (always accessed under ``ServerCore/state``'s lock).
 struct ServerState {
   enum Phase {
@@ -321,14 +305,15 @@ enum ConnectionEnd {
 /// The engine behind ``MockServer``: listener, threads, state.
 final class ServerCore: Sendable {
   let configuration: MockServer.Configuration
-  let state: LockedBox<ServerState>
+  let state: LockedValue<ServerState>
   /// Serializes `stop()` calls, so a second caller returns only once the first is done.
-  private let stopping = LockedBox(false)
+  private let stopping = LockedValue(false)
   let datasetCount: Int
 
   init(configuration: MockServer.Configuration) {
     self.configuration = configuration
-    self.state = LockedBox(ServerState(port: configuration.port, degraded: configuration.degraded))
+    self.state = LockedValue(
+      ServerState(port: configuration.port, degraded: configuration.degraded))
     self.datasetCount = configuration.dataset.count
   }
 

@@ -1,3 +1,5 @@
+import BrazilianDocuments
+import CepisSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -328,7 +330,7 @@ extension ServerCore {
     var out: [UInt8] = []
     out.reserveCapacity(64 + rows.count * 96)
     if faults.contains(.csvBOM) { out.append(contentsOf: [0xEF, 0xBB, 0xBF]) }
-    CSVWriter.appendRow(fields: columns.map { Self.csvColumns[$0] }, to: &out)
+    CSVField.appendRow(columns.map { Self.csvColumns[$0] }, to: &out)
     out.append(contentsOf: lineEnd)
     let fastPath = !masked && columns == Array(0..<7)
     for value in rows {
@@ -346,7 +348,7 @@ extension ServerCore {
           dataset.address(forValue: value)?.csvFields
           ?? [cepString(value), "", "", "", "", "", ""]
         if masked { fields[0] = maskedCEP(fields[0]) }
-        CSVWriter.appendRow(fields: columns.map { fields[$0] }, to: &out)
+        CSVField.appendRow(columns.map { fields[$0] }, to: &out)
       }
       out.append(contentsOf: lineEnd)
     }

@@ -1,3 +1,5 @@
+import BrazilianDocuments
+
 /// The compact tables the SAMPLE dataset is generated from.
 ///
 /// This is not DNE data: capitals, IBGE codes, CEP ranges and neighbourhood names are real,
@@ -182,8 +184,8 @@ enum SampleData {
       repeat {
         nine = (0..<9).map { _ in Int(generator.next() % 10) }
       } while Set(nine).count < 3
-      let checks = cpfCheckDigits(nine)
-      let cpf = (nine + [checks.0, checks.1]).map(String.init).joined()
+      let checks = CPF.checkDigits(base: nine)
+      let cpf = (nine + [checks.tenth, checks.eleventh]).map(String.init).joined()
       result.append(
         MockPerson(
           cpf: cpf, name: "\(first) \(surnames[index % surnames.count])", gender: gender,

@@ -88,7 +88,7 @@ struct CNPJTests {
 
   @Test("Random CNPJs are valid, in the requested format", arguments: [false, true])
   func random(_ alphanumeric: Bool) {
-    var generator = SplitMix64(seed: alphanumeric ? 2_026 : 1_934)
+    var generator = SplitMix64(state: alphanumeric ? 2_026 : 1_934)
     for _ in 0..<3_000 {
       let cnpj = CNPJ.random(alphanumeric: alphanumeric, using: &generator)
       #expect(CNPJ.isValid(cnpj.value))
@@ -102,7 +102,7 @@ struct CNPJTests {
 
   @Test("Changing a check digit always invalidates; other changes agree with the reference")
   func mutations() {
-    var generator = SplitMix64(seed: 99)
+    var generator = SplitMix64(state: 99)
     let alphabet = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ")
     for round in 0..<6_000 {
       let value = CNPJ.random(alphanumeric: round.isMultiple(of: 2), using: &generator).value

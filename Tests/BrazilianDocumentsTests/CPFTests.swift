@@ -117,7 +117,7 @@ struct CPFTests {
   @Test(
     "Random CPFs are valid and keep the requested region", arguments: [nil] + FiscalRegion.allCases)
   func random(_ region: FiscalRegion?) throws {
-    var generator = SplitMix64(seed: 0xC9F_0001 &+ UInt64(region?.rawValue ?? 0))
+    var generator = SplitMix64(state: 0xC9F_0001 &+ UInt64(region?.rawValue ?? 0))
     for _ in 0..<2_000 {
       let cpf = CPF.random(region: region, using: &generator)
       #expect(CPF.isValid(cpf.digits))
@@ -129,7 +129,7 @@ struct CPFTests {
 
   @Test("Changing a check digit always invalidates; other changes agree with the reference")
   func mutations() {
-    var generator = SplitMix64(seed: 42)
+    var generator = SplitMix64(state: 42)
     for _ in 0..<5_000 {
       let digits = CPF.random(using: &generator).digits
       let offset = Int.random(in: 0..<11, using: &generator)
@@ -145,7 +145,7 @@ struct CPFTests {
 
   @Test("Random 11-digit strings agree with the reference")
   func randomStrings() {
-    var generator = SplitMix64(seed: 7)
+    var generator = SplitMix64(state: 7)
     var validCount = 0
     for _ in 0..<20_000 {
       let text = String(

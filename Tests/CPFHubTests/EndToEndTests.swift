@@ -6,8 +6,18 @@ import Testing
 
 @Suite("CPFClient against CepisMock")
 struct EndToEndTests {
-  @Test(arguments: CPFClient.Transport.availableNames)
-  func theKeyNeverFollowsARedirectToAnotherOrigin(transport: String) async throws {
+  @Test(arguments: Transport.availableKinds)
+  func theNamedTransportIsOnTheWire(transport: Transport.Kind) async throws {
+    try await withServer { server in
+      let client = makeClient(server, transport)
+      #expect(client.transport.kind == transport)
+      _ = try await client.lookup(knownPerson(server).cpf)
+      #expect(server.requests.map(wireTransport) == [transport])
+    }
+  }
+
+  @Test(arguments: Transport.availableKinds)
+  func theKeyNeverFollowsARedirectToAnotherOrigin(transport: Transport.Kind) async throws {
     try await withServer { server in
       let person = knownPerson(server)
       let port = try #require(server.baseURL.port)
@@ -32,8 +42,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func validCPFReturnsThePerson(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func validCPFReturnsThePerson(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       let expected = knownPerson(server)
@@ -59,8 +69,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func formattedInputIsSentAsDigits(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func formattedInputIsSentAsDigits(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       let expected = knownPerson(server, index: 1)
@@ -71,7 +81,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func v1PathPrefix(transport: String)
+  @Test(arguments: Transport.availableKinds) func v1PathPrefix(transport: Transport.Kind)
     async throws
   {
     try await withServer { server in
@@ -83,8 +93,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames)
-  func wrongCheckDigitsFailLocallyWithZeroRequests(transport: String) async throws {
+  @Test(arguments: Transport.availableKinds)
+  func wrongCheckDigitsFailLocallyWithZeroRequests(transport: Transport.Kind) async throws {
     try await withServer { server in
       let digits = wrongCheckDigit(knownPerson(server).cpf)
       let error = await expectCPFHubError { try await makeClient(server, transport).lookup(digits) }
@@ -98,9 +108,11 @@ struct EndToEndTests {
   }
 
   @Test(
-    arguments: CPFClient.Transport.availableNames,
+    arguments: Transport.availableKinds,
     ["", "123", "123456789012", "abc.def.ghi-jk", "111.111.111-11"])
-  func malformedCPFsFailLocallyWithZeroRequests(transport: String, _ input: String) async throws {
+  func malformedCPFsFailLocallyWithZeroRequests(transport: Transport.Kind, _ input: String)
+    async throws
+  {
     try await withServer { server in
       let error = await expectCPFHubError { try await makeClient(server, transport).lookup(input) }
       guard case .invalidCPF(let reason?) = error else {
@@ -113,8 +125,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func missingKeyFailsWithZeroRequests(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func missingKeyFailsWithZeroRequests(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       let person = knownPerson(server)
@@ -129,8 +141,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func keyFallsBackToTheEnvironment(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func keyFallsBackToTheEnvironment(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       let expected = knownPerson(server)
@@ -143,8 +155,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func explicitKeyWinsOverTheEnvironment(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func explicitKeyWinsOverTheEnvironment(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       let client = makeClient(
@@ -154,8 +166,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func wrongKeyIsUnauthorizedAndNotRetried(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func wrongKeyIsUnauthorizedAndNotRetried(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       let client = makeClient(server, transport, apiKey: "not-the-key")
@@ -166,8 +178,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func forbiddenIsUnauthorized(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func forbiddenIsUnauthorized(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, [.status(403)])
@@ -179,7 +191,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func unknownCPFIsNotFound(transport: String)
+  @Test(arguments: Transport.availableKinds) func unknownCPFIsNotFound(transport: Transport.Kind)
     async throws
   {
     try await withServer { server in
@@ -187,14 +199,14 @@ struct EndToEndTests {
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(cpf.digits)
       }
-      #expect(error == .notFound(redactedCPF: cpf.redacted))
+      #expect(error == .cpfNotFound(redactedCPF: cpf.redacted))
       #expect(error?.errorDescription == "CPF não encontrado na base de dados.")
       #expect(server.requests.count == 1)
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func successFalseIsNotFound(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func successFalseIsNotFound(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, [.successFalse])
@@ -203,13 +215,13 @@ struct EndToEndTests {
         try await makeClient(server, transport).lookup(person.cpf)
       }
       let redacted = try CPF(person.cpf).redacted
-      #expect(error == .notFound(redactedCPF: redacted))
+      #expect(error == .cpfNotFound(redactedCPF: redacted))
       #expect(server.requests.count == 1)
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func apiRejectionIsInvalidCPF(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func apiRejectionIsInvalidCPF(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, [.status(400)])
@@ -221,8 +233,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func rateLimitedThenSuccess(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func rateLimitedThenSuccess(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, [.status(429, retryAfter: "1")])
@@ -233,7 +245,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func retryAfterIsHonoured(transport: String)
+  @Test(arguments: Transport.availableKinds) func retryAfterIsHonoured(transport: Transport.Kind)
     async throws
   {
     try await withServer { server in
@@ -247,7 +259,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func rateLimitedExhausted(transport: String)
+  @Test(arguments: Transport.availableKinds) func rateLimitedExhausted(transport: Transport.Kind)
     async throws
   {
     try await withServer { server in
@@ -255,28 +267,28 @@ struct EndToEndTests {
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
-      #expect(error == .rateLimited(retryAfter: 0))
+      #expect(error == .rateLimited(message: "rate limited (HTTP 429)", retryAfter: 0))
       #expect(error?.isRetriable == true)
       #expect(server.requests.count == 3)
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func serviceUnavailableExhausted(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func serviceUnavailableExhausted(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, Array(repeating: .status(503), count: 3))
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
-      #expect(error == .serverError(status: 503))
+      #expect(error == .serverError(message: "HTTP 503", status: 503))
       #expect(error?.isRetriable == true)
       #expect(server.requests.count == 3)
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func serverErrorThenSuccess(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func serverErrorThenSuccess(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, [.status(500), .status(502)])
@@ -287,7 +299,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func slowHeadersTimeOut(transport: String)
+  @Test(arguments: Transport.availableKinds) func slowHeadersTimeOut(transport: Transport.Kind)
     async throws
   {
     try await withServer { server in
@@ -295,7 +307,7 @@ struct EndToEndTests {
       let client = makeClient(server, transport, timeout: 0.2, maxAttempts: 2)
       let start = Date()
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
-      guard case .timeout = error else {
+      guard case .networkError(let message) = error, message.contains("timeout") else {
         Issue.record("got \(String(describing: error))")
         return
       }
@@ -306,15 +318,15 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func totalTimeoutIsEnforced(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func totalTimeoutIsEnforced(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, [.delayHeaders(10)])
       let client = makeClient(server, transport, timeout: 8, totalTimeout: 0.25)
       let start = Date()
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
-      guard case .timeout = error else {
+      guard case .networkError(let message) = error, message.contains("timeout") else {
         Issue.record("got \(String(describing: error))")
         return
       }
@@ -322,8 +334,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames)
-  func connectionResetIsANetworkErrorAfterRetries(transport: String) async throws {
+  @Test(arguments: Transport.availableKinds)
+  func connectionResetIsANetworkErrorAfterRetries(transport: Transport.Kind) async throws {
     try await withServer { server in
       server.script(.cpf, Array(repeating: .resetBeforeHeaders, count: 3))
       let error = await expectCPFHubError {
@@ -337,8 +349,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func connectionRefusedIsANetworkError(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func connectionRefusedIsANetworkError(
+    transport: Transport.Kind
   ) async throws {
     // Port 1 (tcpmux) has no listener: a stopped mock's port could be reused at once by a
     // server that another test starts in parallel.
@@ -353,8 +365,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func htmlPageIsAnInvalidResponse(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func htmlPageIsAnInvalidResponse(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, [.htmlPortal])
@@ -370,8 +382,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func wrongShapeJSONIsAnInvalidResponse(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func wrongShapeJSONIsAnInvalidResponse(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, [.wrongShapeJSON])
@@ -385,8 +397,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func answerForAnotherCPFIsAnInvalidResponse(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func answerForAnotherCPFIsAnInvalidResponse(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       let other = knownPerson(server, index: 3)
@@ -397,12 +409,12 @@ struct EndToEndTests {
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
-      #expect(error == .invalidResponse(reason: "the API answered for another CPF"))
+      #expect(error == .invalidResponse("the API answered for another CPF"))
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func oversizedBodyIsAnInvalidResponse(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func oversizedBodyIsAnInvalidResponse(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, [.oversizedBody(bytes: 2 << 20)])
@@ -418,12 +430,12 @@ struct EndToEndTests {
   }
 
   @Test(
-    arguments: CPFClient.Transport.availableNames,
+    arguments: Transport.availableKinds,
     [
       "http://example.com", "http://0.0.0.0", "ftp://127.0.0.1", "http://10.0.0.1",
       "http://127.0.0.1.example.com", "http://[::2]", "http://localhost.example.com",
     ])
-  func cleartextIsRefusedWithZeroRequests(transport: String, _ base: String) async throws {
+  func cleartextIsRefusedWithZeroRequests(transport: Transport.Kind, _ base: String) async throws {
     try await withServer { server in
       // Aim at the mock's port, so that a request that did go out would show in its log.
       let url = URL(string: "\(base):\(server.port)")!
@@ -439,8 +451,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func loopbackNamesAreAllowedOverHTTP(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func loopbackNamesAreAllowedOverHTTP(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       let expected = knownPerson(server)
@@ -450,8 +462,8 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func cancellationEndsTheCallPromptly(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func cancellationEndsTheCallPromptly(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       server.script(.cpf, [.delayHeaders(10)])

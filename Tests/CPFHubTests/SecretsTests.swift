@@ -8,7 +8,7 @@ import Testing
 struct SecretsTests {
   /// Every error the client can throw, produced for real against the mock (or locally).
   func everyError(
-    _ server: MockServer, _ transport: String, person: MockPerson
+    _ server: MockServer, _ transport: Transport.Kind, person: MockPerson
   ) async -> [CPFHubError] {
     var errors: [CPFHubError] = []
     func run(_ client: CPFClient, _ cpf: String, _ faults: [MockFault] = []) async {
@@ -46,8 +46,8 @@ struct SecretsTests {
     return errors
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames)
-  func noErrorRevealsTheKeyTheCPFOrThePerson(transport: String) async throws {
+  @Test(arguments: Transport.availableKinds)
+  func noErrorRevealsTheKeyTheCPFOrThePerson(transport: Transport.Kind) async throws {
     try await withServer { server in
       let person = knownPerson(server)
       let cpf = try CPF(person.cpf)
@@ -70,8 +70,8 @@ struct SecretsTests {
     }
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func theClientNeverPrintsItsKey(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func theClientNeverPrintsItsKey(
+    transport: Transport.Kind
   ) {
     let client = makeClient(nil, transport, userAgent: "my-app/1.0")
     let strings = allStrings(of: client) + [client.description, client.debugDescription]
@@ -89,8 +89,8 @@ struct SecretsTests {
     #expect(makeClient(nil, transport, apiKey: nil).description.contains("apiKey: <none>"))
   }
 
-  @Test(arguments: CPFClient.Transport.availableNames) func theKeyTravelsOnlyInItsHeader(
-    transport: String
+  @Test(arguments: Transport.availableKinds) func theKeyTravelsOnlyInItsHeader(
+    transport: Transport.Kind
   ) async throws {
     try await withServer { server in
       let person = knownPerson(server)

@@ -15,11 +15,11 @@ func withServer<T>(
   try await MockServer.withServer(.init(cpfAPIKeys: [testKey]), isolation: isolation, body)
 }
 
-/// A fast client for tests over the transport named `transport`: tiny backoffs, short deadlines,
-/// no reading of the real environment.
+/// The one way these tests build a client: over `transport`, with tiny backoffs, short deadlines
+/// and no reading of the real environment.
 func makeClient(
   _ server: MockServer?,
-  _ transport: String,
+  _ transport: Transport.Kind,
   apiKey: String? = testKey,
   baseURL: URL? = nil,
   pathPrefix: String = "/cpf",
@@ -39,10 +39,10 @@ func makeClient(
     retryBudget: .standard, environment: environment)
 }
 
-/// A new transport named `name`; every name in `availableNames` exists in this build.
-func makeTransport(_ name: String) -> CPFClient.Transport {
-  guard let transport = CPFClient.Transport.named(name) else {
-    preconditionFailure("\(name) is listed as available but cannot be made")
+/// A new transport of `kind`; every kind in `Transport.availableKinds` exists in this build.
+func makeTransport(_ kind: Transport.Kind) -> Transport {
+  guard let transport = Transport.make(kind) else {
+    preconditionFailure("\(kind) is listed as available but cannot be made")
   }
   return transport
 }
@@ -101,4 +101,11 @@ func allStrings(of value: Any) -> [String] {
     strings.append((error as NSError).localizedDescription)
   }
   return strings
+}
+
+/// The transport that sent `record`, told from the wire alone: Foundation's `URLSession` adds
+/// `Accept-Language` to every request it sends, AsyncHTTPClient sends only the headers it is
+/// given. A matrix test can so check that the transport it names is the one that talked.
+func wireTransport(_ record: MockRequestRecord) -> Transport.Kind {
+  record.headers["accept-language"] == nil ? .asyncHTTPClient : .urlSession
 }

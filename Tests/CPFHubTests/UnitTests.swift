@@ -95,17 +95,18 @@ struct ErrorTests {
   static let all: [CPFHubError] = [
     .invalidCPF(.wrongLength(.cpf, expected: 11, actual: 3)), .invalidCPF(nil), .missingAPIKey,
     .insecureTransport(host: "example.com"), .unauthorized(status: 401),
-    .notFound(redactedCPF: "***.533.447-**"), .rateLimited(retryAfter: 2),
-    .rateLimited(retryAfter: nil), .serverError(status: 503), .networkError(reason: "reset"),
-    .timeout(reason: "slow"), .invalidResponse(reason: "html"),
+    .cpfNotFound(redactedCPF: "***.533.447-**"), .rateLimited(message: "429", retryAfter: 2),
+    .rateLimited(message: "429", retryAfter: nil), .serverError(message: "503", status: 503),
+    .networkError(message: "reset"), .networkError(message: "timed out"), .invalidResponse("html"),
   ]
 
   @Test func retriableCases() {
     let retriable = Self.all.filter(\.isRetriable)
     #expect(
       retriable == [
-        .rateLimited(retryAfter: 2), .rateLimited(retryAfter: nil), .serverError(status: 503),
-        .networkError(reason: "reset"), .timeout(reason: "slow"),
+        .rateLimited(message: "429", retryAfter: 2), .rateLimited(message: "429", retryAfter: nil),
+        .serverError(message: "503", status: 503), .networkError(message: "reset"),
+        .networkError(message: "timed out"),
       ])
   }
 
@@ -116,7 +117,9 @@ struct ErrorTests {
       #expect(error.errorDescription?.isEmpty == false)
       #expect(error.localizedDescription == error.errorDescription)
     }
-    #expect(CPFHubError.rateLimited(retryAfter: 2).message.contains("retry after 2 s"))
+    #expect(
+      CPFHubError.rateLimited(message: "rate limited", retryAfter: 2).message.contains(
+        "retry after 2 s"))
   }
 }
 
@@ -135,10 +138,10 @@ struct ConfigurationTests {
   }
 
   @Test func rejectsKeysThatCouldSplitAHeader() {
-    #expect(!makeClient(nil, "urlsession", apiKey: "abc\r\nx-evil: 1").hasAPIKey)
-    #expect(!makeClient(nil, "urlsession", apiKey: "").hasAPIKey)
+    #expect(!makeClient(nil, .urlSession, apiKey: "abc\r\nx-evil: 1").hasAPIKey)
+    #expect(!makeClient(nil, .urlSession, apiKey: "").hasAPIKey)
     #expect(
-      makeClient(nil, "urlsession", apiKey: "", environment: ["CPFHUB_API_KEY": "k"]).hasAPIKey
+      makeClient(nil, .urlSession, apiKey: "", environment: ["CPFHUB_API_KEY": "k"]).hasAPIKey
         == false)
   }
 }

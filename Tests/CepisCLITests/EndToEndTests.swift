@@ -1,3 +1,4 @@
+import Cepis
 import CepisMock
 import Foundation
 import Testing
@@ -13,16 +14,33 @@ struct EndToEndTests {
   @Test func version() async throws {
     let result = try await CLI.run(["--version"])
     #expect(result.status == 0)
-    let transports = cliTransports.joined(separator: ", ")
+    let transports = cliTransports.map(\.rawValue).joined(separator: ", ")
     #expect(
       result.out == "cepis 0.1.0\ntransports: \(transports) (default \(cliTransports[0]))\n")
+  }
+
+  @Test(arguments: cliTransports) func theNamedTransportIsOnTheWire(transport: Transport.Kind)
+    async throws
+  {
+    try await CLI.$transport.withValue(transport) {
+      try await withMock(.init(cpfAPIKeys: ["k"])) { server in
+        let url = server.baseURL.absoluteString
+        let person = try #require(server.dataset.people.first)
+        let lookup = try await CLI.run(["lookup", "--base-url", url, "01001000"])
+        let cpf = try await CLI.run(
+          ["cpf", "lookup", "--cpfhub-url", url, person.cpf], env: ["CPFHUB_API_KEY": "k"])
+        #expect(lookup.status == 0)
+        #expect(cpf.status == 0, "\(cpf.err)")
+        #expect(server.requests.map(wireTransport) == [transport, transport])
+      }
+    }
   }
 
   @Test func transportOption() async throws {
     let unknown = try await CLI.run(["lookup", "--transport", "carrier-pigeon", "01001000"])
     #expect(unknown.status == 2)
     #expect(unknown.err.contains("unknown transport 'carrier-pigeon'"))
-    if !cliTransports.contains("async-http-client") {
+    if !cliTransports.contains(.asyncHTTPClient) {
       for arguments in [
         ["lookup", "--transport", "async-http-client", "01001000"],
         ["cpf", "lookup", "--transport", "async-http-client", "39053344705"],
@@ -34,7 +52,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: cliTransports) func unreachableAPIGetsOneOfflineHint(transport: String)
+  @Test(arguments: cliTransports) func unreachableAPIGetsOneOfflineHint(transport: Transport.Kind)
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -94,7 +112,7 @@ struct EndToEndTests {
     #expect(format.status == 2)
   }
 
-  @Test(arguments: cliTransports) func lookupInEveryFormat(transport: String) async throws {
+  @Test(arguments: cliTransports) func lookupInEveryFormat(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
       try await withMock { server in
         let url = server.baseURL.absoluteString
@@ -140,7 +158,9 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: cliTransports) func unreachableAPIExitsWith3(transport: String) async throws {
+  @Test(arguments: cliTransports) func unreachableAPIExitsWith3(transport: Transport.Kind)
+    async throws
+  {
     try await CLI.$transport.withValue(transport) {
       // Port 1 (tcpmux) has no listener: a stopped mock's port could be reused at once by a
       // server that another test starts in parallel.
@@ -159,7 +179,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: cliTransports) func serverErrorsAfterRetriesExitWith3(transport: String)
+  @Test(arguments: cliTransports) func serverErrorsAfterRetriesExitWith3(transport: Transport.Kind)
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -175,7 +195,9 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: cliTransports) func batchKeepsOrderAndUsesTheBatchEndpoint(transport: String)
+  @Test(arguments: cliTransports) func batchKeepsOrderAndUsesTheBatchEndpoint(
+    transport: Transport.Kind
+  )
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -218,7 +240,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: cliTransports) func healthStatuses(transport: String) async throws {
+  @Test(arguments: cliTransports) func healthStatuses(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
       try await withMock { server in
         let url = server.baseURL.absoluteString
@@ -265,7 +287,9 @@ struct EndToEndTests {
     #expect(badCNPJ.err.contains("CNPJ"))
   }
 
-  @Test(arguments: cliTransports) func cpfLookupThroughCPFHub(transport: String) async throws {
+  @Test(arguments: cliTransports) func cpfLookupThroughCPFHub(transport: Transport.Kind)
+    async throws
+  {
     try await CLI.$transport.withValue(transport) {
       let configuration = MockServer.Configuration(cpfAPIKeys: ["right-key"])
       try await withMock(configuration) { server in

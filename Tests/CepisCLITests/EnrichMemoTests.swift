@@ -35,7 +35,6 @@ struct EnrichMemoTests {
     let expected = ",\"Rua \"\"A\"\", 1\",\"de 1, a 9\",Sé,São Paulo,SP,3550308,ok"
     #expect(String(decoding: out, as: UTF8.self) == expected)
     #expect(Self.answer(&memo, 1_001_000) == expected)
-    #expect(String(decoding: EnrichCommand.appended(.found(quoted)), as: UTF8.self) == expected)
 
     out = []
     memo.insert(99_999_999, nil, appendingTo: &out) { _ in Issue.record("nothing evicted") }

@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import Cepis
 import CepisMock
 import Foundation
@@ -79,7 +80,9 @@ struct EnrichRequestTests {
 
   /// The case: 4,000 distinct CEPs, each five times at random places, in 20,000
   /// rows (plus malformed ones): exactly ⌈4,000 ÷ 500⌉ requests, each CEP in one of them.
-  @Test(arguments: cliTransports) func repeatsFarApartCostExactlyTheMinimum(transport: String)
+  @Test(arguments: cliTransports) func repeatsFarApartCostExactlyTheMinimum(
+    transport: Transport.Kind
+  )
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -122,7 +125,9 @@ struct EnrichRequestTests {
 
   /// Repeats further apart than the read-ahead are answered by the memo: one request per
   /// 500 distinct CEPs; without the memo (`--memo 0`) they are asked again.
-  @Test(arguments: cliTransports) func theMemoAnswersRepeatsBeyondTheReadAhead(transport: String)
+  @Test(arguments: cliTransports) func theMemoAnswersRepeatsBeyondTheReadAhead(
+    transport: Transport.Kind
+  )
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -156,7 +161,9 @@ struct EnrichRequestTests {
 
   /// The first chunk fails after its retries: only its rows say so, its CEPs are not
   /// memoised, and the same CEPs later in the file are asked again and answered.
-  @Test(arguments: cliTransports) func aFailingChunksCEPsAreAskedAgainByALaterRow(transport: String)
+  @Test(arguments: cliTransports) func aFailingChunksCEPsAreAskedAgainByALaterRow(
+    transport: Transport.Kind
+  )
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -190,7 +197,9 @@ struct EnrichRequestTests {
   /// With `--memo 100`, 600 CEPs asked in turn three times are each asked three times (the
   /// memo kept no more than 100), while one CEP repeated every 20 rows stays the most
   /// recently used and is asked once; every row is still right.
-  @Test(arguments: cliTransports) func theMemoBoundHoldsAndTheOutputStaysRight(transport: String)
+  @Test(arguments: cliTransports) func theMemoBoundHoldsAndTheOutputStaysRight(
+    transport: Transport.Kind
+  )
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -225,7 +234,7 @@ struct EnrichRequestTests {
 
   /// Interrupted while a request hangs, then resumed with an empty memo: the output is byte
   /// for byte that of an uninterrupted run.
-  @Test(arguments: cliTransports) func resumeWithAnEmptyMemoIsByteEqual(transport: String)
+  @Test(arguments: cliTransports) func resumeWithAnEmptyMemoIsByteEqual(transport: Transport.Kind)
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -283,7 +292,7 @@ struct EnrichRequestTests {
   }
 
   @Test(arguments: cliTransports) func theJSONSummaryGoesToStderrWhenTheCSVIsOnStdout(
-    transport: String
+    transport: Transport.Kind
   ) async throws {
     try await CLI.$transport.withValue(transport) {
       try await withMock { server in

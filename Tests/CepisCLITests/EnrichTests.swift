@@ -32,7 +32,7 @@ struct EnrichTests {
   static let header = ",logradouro,complemento,bairro,localidade,uf,ibge,cepis_status"
 
   @Test(arguments: cliTransports) func quotingCRLFBOMBlankLinesInvalidAndDuplicates(
-    transport: String
+    transport: Transport.Kind
   ) async throws {
     try await CLI.$transport.withValue(transport) {
       try await withMock { server in
@@ -82,7 +82,7 @@ struct EnrichTests {
     }
   }
 
-  @Test(arguments: cliTransports) func stdoutByDefaultAndColumnOption(transport: String)
+  @Test(arguments: cliTransports) func stdoutByDefaultAndColumnOption(transport: Transport.Kind)
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -142,7 +142,7 @@ struct EnrichTests {
   }
 
   @Test(arguments: cliTransports) func failingChunksMarkTheirRowsOrStopWithFailFast(
-    transport: String
+    transport: Transport.Kind
   ) async throws {
     try await CLI.$transport.withValue(transport) {
       try await withMock { server in
@@ -165,7 +165,9 @@ struct EnrichTests {
     }
   }
 
-  @Test(arguments: cliTransports) func chaosRunKeepsEveryRowAndEveryOkRowIsRight(transport: String)
+  @Test(arguments: cliTransports) func chaosRunKeepsEveryRowAndEveryOkRowIsRight(
+    transport: Transport.Kind
+  )
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -230,7 +232,9 @@ struct EnrichTests {
     }
   }
 
-  @Test(arguments: cliTransports) func interruptedRunResumedGivesTheSameBytes(transport: String)
+  @Test(arguments: cliTransports) func interruptedRunResumedGivesTheSameBytes(
+    transport: Transport.Kind
+  )
     async throws
   {
     try await CLI.$transport.withValue(transport) {

@@ -57,7 +57,9 @@ struct FallbackOptionTests {
 
 @Suite("cepis lookup --fallback against CepisMock")
 struct FallbackEndToEndCLITests {
-  @Test(arguments: cliTransports) func cepisDownViaCEPAnswers(transport: String) async throws {
+  @Test(arguments: cliTransports) func cepisDownViaCEPAnswers(transport: Transport.Kind)
+    async throws
+  {
     try await CLI.$transport.withValue(transport) {
       try await withMock { server in
         server.setMode(.cep, [.status(503)])
@@ -94,7 +96,7 @@ struct FallbackEndToEndCLITests {
     }
   }
 
-  @Test(arguments: cliTransports) func environmentAndNone(transport: String) async throws {
+  @Test(arguments: cliTransports) func environmentAndNone(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
       try await withMock { server in
         server.setMode(.cep, [.status(503)])
@@ -119,7 +121,7 @@ struct FallbackEndToEndCLITests {
     }
   }
 
-  @Test(arguments: cliTransports) func everySourceFailsOrSaysNotFound(transport: String)
+  @Test(arguments: cliTransports) func everySourceFailsOrSaysNotFound(transport: Transport.Kind)
     async throws
   {
     try await CLI.$transport.withValue(transport) {
@@ -143,7 +145,7 @@ struct FallbackEndToEndCLITests {
     }
   }
 
-  @Test(arguments: cliTransports) func hedgeAfter(transport: String) async throws {
+  @Test(arguments: cliTransports) func hedgeAfter(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
       try await withMock { server in
         server.script(.cep, [.delayHeaders(30)])

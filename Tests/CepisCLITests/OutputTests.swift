@@ -101,18 +101,22 @@ struct OutputTests {
     #expect(console.capturedOut == "[]\n")
   }
 
+  /// The fields `enrich` appends, through the code that writes them: the memo for answers,
+  /// the job for malformed CEPs and failed chunks.
   @Test func enrichAppendedFields() {
     let quoted = Address(
       cep: "01001000", logradouro: "Rua \"A\", 1", localidade: "São Paulo", uf: "SP")
-    #expect(
-      String(decoding: EnrichCommand.appended(.found(quoted)), as: UTF8.self)
-        == ",\"Rua \"\"A\"\", 1\",,,São Paulo,SP,,ok")
-    #expect(
-      String(decoding: EnrichCommand.appended(.notFound), as: UTF8.self) == ",,,,,,,not_found")
-    #expect(String(decoding: EnrichCommand.appended(.invalid), as: UTF8.self) == ",,,,,,,invalid")
+    var memo = EnrichMemo(capacity: 4)
+    var found: [UInt8] = []
+    memo.insert(1_001_000, quoted, appendingTo: &found) { _ in }
+    #expect(String(decoding: found, as: UTF8.self) == ",\"Rua \"\"A\"\", 1\",,,São Paulo,SP,,ok")
+    var missing: [UInt8] = []
+    memo.insert(99_999_999, nil, appendingTo: &missing) { _ in }
+    #expect(String(decoding: missing, as: UTF8.self) == ",,,,,,,not_found")
+    #expect(String(decoding: EnrichJob.invalidAnswer, as: UTF8.self) == ",,,,,,,invalid")
     #expect(
       String(
-        decoding: EnrichCommand.appended(.failed(.serverError(message: "x", status: 503))),
+        decoding: EnrichJob.failureAnswer(.serverError(message: "x", status: 503)),
         as: UTF8.self) == ",,,,,,,error: server_error")
   }
 

@@ -1,3 +1,4 @@
+import Cepis
 import CepisMock
 import Foundation
 import Testing
@@ -8,7 +9,9 @@ import Testing
 struct SecretsTests {
   static let secret = "sk-live-CEPIS-9f3b2d7e41"
 
-  @Test(arguments: cliTransports) func everyErrorPathOfCPFLookup(transport: String) async throws {
+  @Test(arguments: cliTransports) func everyErrorPathOfCPFLookup(transport: Transport.Kind)
+    async throws
+  {
     try await CLI.$transport.withValue(transport) {
       let configuration = MockServer.Configuration(cpfAPIKeys: [Self.secret])
       try await withMock(configuration) { server in

@@ -69,11 +69,11 @@ enum CLI {
 
   /// The transport the binary is told to use (`CEPIS_TRANSPORT`) in the current test; `nil`
   /// leaves the build's default.
-  @TaskLocal static var transport: String?
+  @TaskLocal static var transport: Transport.Kind?
 
   static func environment(_ extra: [String: String]) -> [String: String] {
     var env = ProcessInfo.processInfo.environment
-    env["CEPIS_TRANSPORT"] = transport
+    env["CEPIS_TRANSPORT"] = transport?.rawValue
     env["CEPIS_BASE_URL"] = nil
     env["CEPIS_FALLBACK"] = nil
     env["CPFHUB_API_KEY"] = nil
@@ -120,7 +120,7 @@ enum CLI {
 }
 
 /// Every transport the `cepis` binary of this build has: network tests run once over each.
-let cliTransports = Transport.availableKinds.map(\.rawValue)
+let cliTransports = Transport.availableKinds
 
 /// A started `cepis` process.
 struct Running {
@@ -172,4 +172,11 @@ func temporaryDirectory() throws -> URL {
     .appendingPathComponent("cepis-cli-\(UUID().uuidString)")
   try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
   return url
+}
+
+/// The transport that sent `record`, told from the wire alone: Foundation's `URLSession` adds
+/// `Accept-Language` to every request it sends, AsyncHTTPClient sends only the headers it is
+/// given. A matrix test can so check that the transport it names is the one that talked.
+func wireTransport(_ record: MockRequestRecord) -> Transport.Kind {
+  record.headers["accept-language"] == nil ? .asyncHTTPClient : .urlSession
 }

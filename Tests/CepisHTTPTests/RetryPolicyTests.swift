@@ -104,7 +104,7 @@ struct RetryAfterTests {
 struct RetryBudgetTests {
   @Test("retries drain the bucket and it refuses when it cannot pay")
   func drains() {
-    let budget = RetryBudget(
+    let budget = RetryTokenBucket(
       .init(capacity: 20, retryCost: 5, timeoutRetryCost: 10, successRefund: 1))
     #expect(budget.acquireRetry(afterTimeout: false) == 5)
     #expect(budget.acquireRetry(afterTimeout: true) == 10)
@@ -115,7 +115,7 @@ struct RetryBudgetTests {
 
   @Test("first-time successes refill by one, retried successes return what they spent")
   func refills() {
-    let budget = RetryBudget(
+    let budget = RetryTokenBucket(
       .init(capacity: 10, retryCost: 5, timeoutRetryCost: 10, successRefund: 1))
     _ = budget.acquireRetry(afterTimeout: false)
     _ = budget.acquireRetry(afterTimeout: false)

@@ -1,3 +1,4 @@
+import CepisSupport
 import Foundation
 import Testing
 
@@ -74,7 +75,7 @@ extension MockTests {
         var fast: [UInt8] = []
         SyntheticAddress.appendCSVRow(value, cepMasked: false, to: &fast)
         var slow: [UInt8] = []
-        CSVWriter.appendRow(fields: SyntheticAddress.address(value).csvFields, to: &slow)
+        CSVField.appendRow(SyntheticAddress.address(value).csvFields, to: &slow)
         #expect(fast == slow)
       }
     }

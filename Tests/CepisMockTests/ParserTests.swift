@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import Foundation
 import Testing
 

@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import CepisMock
 import Foundation
 import Testing
@@ -43,9 +44,9 @@ struct ChaosSoakTests {
     try await server.start()
     let maxAttempts = 4
     let clients = (0..<3).map { _ in
-      Client(
-        baseURL: server.baseURL, timeout: 2, maxAttempts: maxAttempts, backoffBase: 0.001,
-        backoffMax: 0.01, transport: makeTransport(transport), retryBudget: nil)
+      makeClient(
+        transport, baseURL: server.baseURL, timeout: 2, maxAttempts: maxAttempts,
+        backoffBase: 0.001, backoffMax: 0.01, retryBudget: nil)
     }
     // Warm up so the process's thread pools and the server's threads exist before counting.
     _ = try? await clients[0].lookupMany(["10000000"])

@@ -4,9 +4,9 @@ import Testing
 
 @testable import Cepis
 
-/// The one place the fallback tests build their client, so the same tests can later run over
-/// several transports. Fast backoff keeps retry paths quick.
-func makeClient(
+/// The fallback tests' client: ``fallbackClient(_:baseURL:timeout:maxAttempts:backoffBase:backoffMax:totalTimeout:retryBudget:fallbacks:hedgeAfter:environment:)``
+/// with two attempts unless told otherwise.
+func fallbackClient(
   _ transport: Transport.Kind,
   baseURL: URL,
   fallbacks: [Fallback],
@@ -15,10 +15,9 @@ func makeClient(
   maxAttempts: Int = 2,
   totalTimeout: TimeInterval? = nil
 ) -> Client {
-  Client(
-    baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: 0.01,
-    backoffMax: 0.05, totalTimeout: totalTimeout, transport: makeTransport(transport),
-    fallbacks: fallbacks, hedgeAfter: hedgeAfter)
+  makeClient(
+    transport, baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts,
+    totalTimeout: totalTimeout, fallbacks: fallbacks, hedgeAfter: hedgeAfter)
 }
 
 /// ViaCEP and BrasilAPI as CepisMock serves them: on the cep.is mock's own port.
@@ -63,7 +62,7 @@ func errorWithoutFallbacks(
   -> CepisError?
 {
   do {
-    _ = try await makeClient(
+    _ = try await fallbackClient(
       transport, baseURL: server.baseURL, fallbacks: [], maxAttempts: maxAttempts
     )
     .lookup(cep)
@@ -82,7 +81,7 @@ struct FallbackEndToEndTests {
     arguments: Transport.availableKinds)
   func cepisAnswers(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)])
       let address = try await client.lookup("01001-000")
       #expect(address == expectedAddress(server, "01001000"))
@@ -102,7 +101,7 @@ struct FallbackEndToEndTests {
   func eligibleFailures(transport: Transport.Kind, fault: MockFault) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [fault])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)])
       let address = try await client.lookup("20040020")
       #expect(address == expectedViaCEP(server, "20040020"))
@@ -116,7 +115,7 @@ struct FallbackEndToEndTests {
   func timeoutIsEligible(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.delayHeaders(30)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)], maxAttempts: 1)
       let (address, elapsed) = try await measure { try await client.lookup("01001000") }
       #expect(address.source == .viaCEP)
@@ -132,7 +131,7 @@ struct FallbackEndToEndTests {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
       server.setMode(.viaCEP, [.status(503)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)])
       let address = try await client.lookup("01001000")
       #expect(address == expectedBrasilAPI(server, "01001000"))
@@ -144,7 +143,7 @@ struct FallbackEndToEndTests {
       server.clearLog()
       server.setMode(.viaCEP, [])
       server.setMode(.brasilAPI, [.status(503)])
-      let reversed = makeClient(
+      let reversed = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [brasilAPI(server), viaCEP(server)])
       #expect(try await reversed.lookup("01001000").source == .viaCEP)
       #expect(server.requests.compactMap(\.route) == [.cep, .cep, .brasilAPI, .viaCEP])
@@ -156,7 +155,7 @@ struct FallbackEndToEndTests {
     arguments: Transport.availableKinds)
   func neverAfterNotFound(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)])
       // 10000009 does not exist at cep.is; ViaCEP and BrasilAPI would say so too, so only
       // the log can show whether they were asked.
@@ -174,7 +173,7 @@ struct FallbackEndToEndTests {
     arguments: Transport.availableKinds)
   func neverForInvalid(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)])
       await #expect(throws: CepisError.self) { try await client.lookup("1234") }
       #expect(server.requests.isEmpty)
@@ -201,7 +200,7 @@ struct FallbackEndToEndTests {
   func fallbackHeaders(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
-      _ = try await makeClient(transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)])
+      _ = try await fallbackClient(transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)])
         .lookup("01001000")
       let sent = try #require(requests(server, on: .viaCEP).first)
       #expect(sent.path == "/ws/01001000/json/")
@@ -217,7 +216,7 @@ struct FallbackEndToEndTests {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
       let prefixed = try #require(URL(string: server.baseURL.absoluteString + "/proxy//"))
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL,
         fallbacks: [.brasilAPI(baseURL: prefixed), .viaCEP(baseURL: prefixed)])
       server.script(.brasilAPI, [.status(503)])
@@ -235,7 +234,7 @@ struct FallbackEndToEndTests {
   func viaCEPShape(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
-      let client = makeClient(transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)])
+      let client = fallbackClient(transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)])
       for cep in server.dataset.sampleCEPs.prefix(20) {
         let address = try await client.lookup(cep)
         #expect(address == expectedViaCEP(server, cep))
@@ -250,7 +249,8 @@ struct FallbackEndToEndTests {
   func brasilAPIShape(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
-      let client = makeClient(transport, baseURL: server.baseURL, fallbacks: [brasilAPI(server)])
+      let client = fallbackClient(
+        transport, baseURL: server.baseURL, fallbacks: [brasilAPI(server)])
       var withPoint = 0
       var withoutPoint = 0
       // Explicit sample addresses and synthetic ones (a third of which have no point).
@@ -287,7 +287,7 @@ struct FallbackEndToEndTests {
               + #""street":"Praça da Sé","service":"viacep","location":{"type":"Point","#
               + #""coordinates":{"longitude":"","latitude":""}}}"#)
         ])
-      let address = try await makeClient(
+      let address = try await fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [brasilAPI(server)]
       )
       .lookup("01001000")
@@ -304,7 +304,7 @@ struct FallbackEndToEndTests {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
       if booleanErro { server.script(.viaCEP, [.viaCEPBooleanErro]) }
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)])
       await #expect(throws: CepisError.cepNotFound("10000009")) {
         try await client.lookup("10000009")
@@ -321,7 +321,7 @@ struct FallbackEndToEndTests {
   func brasilAPINotFound(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [brasilAPI(server), viaCEP(server)])
       await #expect(throws: CepisError.cepNotFound("10000009")) {
         try await client.lookup("10000009")
@@ -337,14 +337,14 @@ struct FallbackEndToEndTests {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
       server.setMode(.brasilAPI, [fault])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [brasilAPI(server), viaCEP(server)])
       // 01001000 exists: the outage must not turn into "not found".
       #expect(try await client.lookup("01001000") == expectedViaCEP(server, "01001000"))
       #expect(requests(server, on: .brasilAPI).count == 1)
 
       // Alone, BrasilAPI's failure leaves cep.is's own error.
-      let alone = makeClient(transport, baseURL: server.baseURL, fallbacks: [brasilAPI(server)])
+      let alone = fallbackClient(transport, baseURL: server.baseURL, fallbacks: [brasilAPI(server)])
       let expected = try #require(await errorWithoutFallbacks(server, transport, "01001000"))
       await #expect(throws: expected) { try await alone.lookup("01001000") }
     }
@@ -365,7 +365,7 @@ struct FallbackEndToEndTests {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
       server.script(.viaCEP, [fault])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)])
       let address = try await client.lookup("01001000")
       #expect(address == expectedBrasilAPI(server, "01001000"))
@@ -382,7 +382,7 @@ struct FallbackEndToEndTests {
       // silently retries a request whose reused connection dies before any byte comes back).
       server.setMode(.viaCEP, [.truncatedBody])
       server.setMode(.brasilAPI, [.brasilAPIInvalidJSON])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)])
       for fault in [MockFault.status(503), .status(429, retryAfter: "0"), .resetBeforeHeaders] {
         server.setMode(.cep, [fault])
@@ -411,7 +411,7 @@ struct FallbackEndToEndTests {
   func hedgingWins(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(30)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)],
         hedgeAfter: 0.2, timeout: 60)
       let start = Date()
@@ -437,7 +437,7 @@ struct FallbackEndToEndTests {
       // work stalls for seconds, for the hedged request to reach the server before it loses.
       server.script(.cep, [.delayHeaders(10)])
       server.script(.viaCEP, [.delayHeaders(30)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)], hedgeAfter: 0.1,
         timeout: 60)
       let (address, elapsed) = try await measure { try await client.lookup("01001000") }
@@ -456,7 +456,7 @@ struct FallbackEndToEndTests {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(10)])
       server.script(.viaCEP, [.delayHeaders(30)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)], hedgeAfter: 0.1,
         timeout: 60)
       let (_, elapsed) = await measure {
@@ -475,7 +475,7 @@ struct FallbackEndToEndTests {
   func hedgingFallbackNotFoundFirst(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(30)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)], hedgeAfter: 0.1,
         timeout: 60)
       let (_, elapsed) = await measure {
@@ -495,7 +495,7 @@ struct FallbackEndToEndTests {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(10)])
       server.script(.viaCEP, [.status(503)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)],
         hedgeAfter: 0.1, timeout: 60)
       let address = try await client.lookup("01001000")
@@ -508,7 +508,7 @@ struct FallbackEndToEndTests {
   @Test("hedging: a fast cep.is never starts the fallback", arguments: Transport.availableKinds)
   func hedgeNotNeeded(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)], hedgeAfter: 3)
       for _ in 0..<3 { #expect(try await client.lookup("01001000").source == .cepis) }
       try await Task.sleep(nanoseconds: 3_300_000_000)  // past the hedge delay
@@ -523,7 +523,7 @@ struct FallbackEndToEndTests {
     try await withMockServer { server in
       server.setMode(.cep, [.delayHeaders(2), .status(503)])
       server.script(.viaCEP, [.status(503)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)],
         hedgeAfter: 0.05, timeout: 60, maxAttempts: 1)
       // cep.is: one attempt, 503 after 2 s; ViaCEP (hedged) 503; then BrasilAPI.
@@ -550,7 +550,7 @@ struct FallbackEndToEndTests {
       server.setMode(.cep, [.delayHeaders(1), .status(503)])
       server.setMode(.viaCEP, [.delayHeaders(30)])
       server.setMode(.brasilAPI, [.delayHeaders(30)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)],
         timeout: 30,
         maxAttempts: 1, totalTimeout: 4)
@@ -580,7 +580,7 @@ struct FallbackEndToEndTests {
       server.setMode(.cep, [.status(503)])
       server.setMode(.viaCEP, [.delayHeaders(1), .status(503)])
       server.setMode(.brasilAPI, [.delayHeaders(30)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)],
         timeout: 30,
         maxAttempts: 1, totalTimeout: 4)
@@ -610,7 +610,7 @@ struct FallbackEndToEndTests {
   func noTimeLeft(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.delayHeaders(30)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)], timeout: 30,
         maxAttempts: 1,
         totalTimeout: 0.5)
@@ -633,7 +633,7 @@ struct FallbackEndToEndTests {
     try await withMockServer { server in
       server.setMode(.cep, [.delayHeaders(30)])
       server.setMode(.viaCEP, [.delayHeaders(30)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)], hedgeAfter: 0.1,
         timeout: 30,
         maxAttempts: 1, totalTimeout: 3)
@@ -658,7 +658,7 @@ struct FallbackEndToEndTests {
     try await withMockServer { server in
       server.setMode(.cep, [.delayHeaders(30)])
       server.setMode(.viaCEP, [.delayHeaders(30)])
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server)], hedgeAfter: 0.05,
         timeout: 60)
       let task = Task { try await client.lookup("01001000") }
@@ -680,7 +680,7 @@ struct FallbackEndToEndTests {
     arguments: Transport.availableKinds)
   func batchIgnoresFallbacks(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      let client = makeClient(
+      let client = fallbackClient(
         transport, baseURL: server.baseURL, fallbacks: [viaCEP(server), brasilAPI(server)],
         hedgeAfter: 0)
       let found = try await client.lookupMany(["01001000", "20040020", "10000009"])

@@ -1,5 +1,6 @@
 import CepisHTTP
 import CepisMock
+import CepisSupport
 import Foundation
 import Testing
 
@@ -13,32 +14,38 @@ struct InjectedEnvironmentTests {
     let waits = LockedValue<[TimeInterval]>([])
   }
 
-  func client(_ server: MockServer, recorder: Recorder, backoffMax: TimeInterval) -> Client {
+  func client(
+    _ server: MockServer, _ transport: Transport.Kind, recorder: Recorder,
+    backoffMax: TimeInterval
+  ) -> Client {
     let environment = HTTPEnvironment(
       sleep: { seconds in recorder.waits.withLock { $0.append(seconds) } },
       random: { 0.5 },
       now: { Date(timeIntervalSince1970: 784_111_777) }  // Sun, 06 Nov 1994 08:49:37 GMT
     )
-    return Client(
-      baseURL: server.baseURL, timeout: 5, maxAttempts: 4, backoffBase: 1,
-      backoffMax: backoffMax, totalTimeout: nil, userAgent: nil, transport: .urlSession(),
+    return makeClient(
+      transport, baseURL: server.baseURL, maxAttempts: 4, backoffBase: 1, backoffMax: backoffMax,
       retryBudget: nil, environment: environment)
   }
 
-  @Test("full jitter: half of each doubling window when the draw is 0.5, capped at backoffMax")
-  func jitter() async throws {
+  @Test(
+    "full jitter: half of each doubling window when the draw is 0.5, capped at backoffMax",
+    arguments: Transport.availableKinds)
+  func jitter(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let recorder = Recorder()
       server.script(.cep, [.status(503), .status(502), .status(500)])
-      _ = try await client(server, recorder: recorder, backoffMax: 3).lookup("01001000")
+      _ = try await client(server, transport, recorder: recorder, backoffMax: 3).lookup("01001000")
       // Windows 1, 2, then min(4, 3) = 3.
       #expect(recorder.waits.withLock { $0 } == [0.5, 1.0, 1.5])
       #expect(requests(server, on: .cep).count == 4)
     }
   }
 
-  @Test("Retry-After replaces the draw: seconds, an HTTP-date against the clock, and the cap")
-  func retryAfter() async throws {
+  @Test(
+    "Retry-After replaces the draw: seconds, an HTTP-date against the clock, and the cap",
+    arguments: Transport.availableKinds)
+  func retryAfter(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let recorder = Recorder()
       server.script(
@@ -48,7 +55,7 @@ struct InjectedEnvironmentTests {
           .status(503, retryAfter: "Sun, 06 Nov 1994 08:49:40 GMT"),
           .status(429, retryAfter: "3600"),
         ])
-      _ = try await client(server, recorder: recorder, backoffMax: 10).lookup("01001000")
+      _ = try await client(server, transport, recorder: recorder, backoffMax: 10).lookup("01001000")
       #expect(recorder.waits.withLock { $0 } == [2, 3, 10])
     }
   }

@@ -352,9 +352,7 @@ struct LookupEndToEndTests {
     // Port 1 (tcpmux) has no listener: a stopped mock's port could be reused at once by a
     // server that another test starts in parallel.
     let url = try #require(URL(string: "http://127.0.0.1:1"))
-    let client = Client(
-      baseURL: url, maxAttempts: 2, backoffBase: 0.01, backoffMax: 0.01,
-      transport: makeTransport(transport))
+    let client = makeClient(transport, baseURL: url, maxAttempts: 2, backoffMax: 0.01)
     await #expect {
       try await client.lookup("01001000")
     } throws: { error in
@@ -369,7 +367,7 @@ struct LookupEndToEndTests {
     try await withMockServer { server in
       for suffix in ["/", "///", "/api", "/api/"] {
         let base = try #require(URL(string: server.baseURL.absoluteString + suffix))
-        let client = Client(baseURL: base, backoffBase: 0.01, transport: makeTransport(transport))
+        let client = makeClient(transport, baseURL: base)
         let answer = try await client.lookup("01001000").cep
         #expect(answer == "01001000")
       }

@@ -1,3 +1,4 @@
+import CepisHTTP
 import CepisMock
 import Foundation
 
@@ -11,8 +12,31 @@ func withMockServer<T>(
   try await MockServer.withServer(configuration, body)
 }
 
-/// A client pointed at `server` over `transport`, with fast backoff, so retry tests stay
-/// quick.
+/// The one way these tests build a client that talks to a server: over `transport`, with fast
+/// backoff so that retry paths stay quick. Every network test goes through it, so a test run
+/// over `Transport.availableKinds` really runs over each transport.
+func makeClient(
+  _ transport: Transport.Kind,
+  baseURL: URL,
+  timeout: TimeInterval = 5,
+  maxAttempts: Int = 3,
+  backoffBase: TimeInterval = 0.01,
+  backoffMax: TimeInterval = 0.05,
+  totalTimeout: TimeInterval? = nil,
+  retryBudget: RetryBudget? = .standard,
+  fallbacks: [Fallback] = [],
+  hedgeAfter: TimeInterval? = nil,
+  environment: HTTPEnvironment = .live
+) -> Client {
+  Client(
+    baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
+    backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: nil,
+    transport: makeTransport(transport), retryBudget: retryBudget, fallbacks: fallbacks,
+    hedgeAfter: hedgeAfter, environment: environment)
+}
+
+/// ``makeClient(_:baseURL:timeout:maxAttempts:backoffBase:backoffMax:totalTimeout:retryBudget:fallbacks:hedgeAfter:environment:)``
+/// pointed at `server`.
 func fastClient(
   _ server: MockServer,
   _ transport: Transport.Kind,
@@ -23,10 +47,10 @@ func fastClient(
   totalTimeout: TimeInterval? = nil,
   retryBudget: RetryBudget? = .standard
 ) -> Client {
-  Client(
-    baseURL: server.baseURL, timeout: timeout, maxAttempts: maxAttempts,
+  makeClient(
+    transport, baseURL: server.baseURL, timeout: timeout, maxAttempts: maxAttempts,
     backoffBase: backoffBase, backoffMax: backoffMax, totalTimeout: totalTimeout,
-    transport: makeTransport(transport), retryBudget: retryBudget)
+    retryBudget: retryBudget)
 }
 
 /// A new transport of `kind`; every kind in `Transport.availableKinds` exists in this build.
@@ -82,4 +106,11 @@ func waitForRequests(_ server: MockServer, on route: MockRoute, count: Int) asyn
     guard Date() < deadline else { throw CepisError.networkError(message: "request never arrived") }
     try await Task.sleep(nanoseconds: 10_000_000)
   }
+}
+
+/// The transport that sent `record`, told from the wire alone: Foundation's `URLSession` adds
+/// `Accept-Language` to every request it sends, AsyncHTTPClient sends only the headers it is
+/// given. A matrix test can so check that the transport it names is the one that talked.
+func wireTransport(_ record: MockRequestRecord) -> Transport.Kind {
+  record.headers["accept-language"] == nil ? .asyncHTTPClient : .urlSession
 }

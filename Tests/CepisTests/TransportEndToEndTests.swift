@@ -9,6 +9,21 @@ import Testing
 @Suite("transport behaviours against CepisMock")
 struct TransportEndToEndTests {
   @Test(
+    "the transport a test names is the one that talks to the server",
+    arguments: Transport.availableKinds)
+  func theNamedTransportIsOnTheWire(transport: Transport.Kind) async throws {
+    try await withMockServer { server in
+      let client = fastClient(server, transport)
+      #expect(client.transport.kind == transport)
+      _ = try await client.lookup("01001000")
+      _ = try await client.lookupMany(["01001000", "20040002"])
+      _ = try await client.health()
+      #expect(server.requests.count == 3)
+      #expect(server.requests.map(wireTransport) == Array(repeating: transport, count: 3))
+    }
+  }
+
+  @Test(
     "a same-origin redirect is followed, within the attempt", arguments: Transport.availableKinds)
   func sameOriginRedirect(transport: Transport.Kind) async throws {
     try await withMockServer { server in
@@ -91,8 +106,7 @@ struct TransportEndToEndTests {
       // The mock speaks plain HTTP: a TLS ClientHello gets no TLS answer.
       let port = try #require(server.baseURL.port)
       let url = try #require(URL(string: "https://127.0.0.1:\(port)"))
-      let client = Client(
-        baseURL: url, timeout: 5, maxAttempts: 1, transport: makeTransport(transport))
+      let client = makeClient(transport, baseURL: url, maxAttempts: 1)
       let (_, elapsed) = await measure {
         await #expect {
           try await client.lookup("01001000")
@@ -109,8 +123,7 @@ struct TransportEndToEndTests {
   func unknownHost(transport: Transport.Kind) async throws {
     // `.invalid` is reserved (RFC 2606): no resolver answers it, online or not.
     let url = try #require(URL(string: "http://cepis-test.invalid"))
-    let client = Client(
-      baseURL: url, timeout: 5, maxAttempts: 1, transport: makeTransport(transport))
+    let client = makeClient(transport, baseURL: url, maxAttempts: 1)
     await #expect {
       try await client.lookup("01001000")
     } throws: { error in

@@ -10,8 +10,8 @@
   @Suite("CPFLookupModel against CepisMock")
   @MainActor
   struct CPFLookupModelTests {
-    @Test(arguments: CPFClient.Transport.availableNames) func successShowsThePerson(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func successShowsThePerson(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         let expected = knownPerson(server)
@@ -27,8 +27,8 @@
       }
     }
 
-    @Test(arguments: CPFClient.Transport.availableNames) func loadingFlagIsSetWhileTheLookupRuns(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func loadingFlagIsSetWhileTheLookupRuns(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         server.script(.cpf, [.delayHeaders(0.2)])
@@ -43,8 +43,8 @@
       }
     }
 
-    @Test(arguments: CPFClient.Transport.availableNames) func observersAreNotified(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func observersAreNotified(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         let model = CPFLookupModel(
@@ -71,6 +71,11 @@
       var message: String
       var testDescription: String { name }
     }
+
+    /// A refused connection and an expired deadline are one case, `networkError`, with one
+    /// sentence.
+    nonisolated static let networkMessage =
+      "Não foi possível falar com o serviço a tempo. Verifique sua conexão com a internet e tente novamente."
 
     nonisolated static let scenarios: [Scenario] = [
       Scenario(
@@ -103,12 +108,11 @@
       Scenario(
         name: "network", input: { knownPerson($0).cpf },
         faults: Array(repeating: .resetBeforeHeaders, count: 3),
-        message:
-          "Não foi possível conectar ao serviço. Verifique sua conexão com a internet."),
+        message: networkMessage),
       Scenario(
         name: "timeout", input: { knownPerson($0).cpf },
         faults: Array(repeating: .delayHeaders(0.5), count: 3), timeout: 0.1,
-        message: "O serviço demorou demais para responder. Tente novamente."),
+        message: networkMessage),
       Scenario(
         name: "html page", input: { knownPerson($0).cpf }, faults: [.htmlPortal],
         message: "Resposta inesperada do serviço de consulta. Tente novamente mais tarde."),
@@ -118,8 +122,10 @@
         message: "Conexão insegura recusada. A consulta exige HTTPS."),
     ]
 
-    @Test(arguments: CPFClient.Transport.availableNames, scenarios)
-    func errorsShowTheirPortugueseMessage(transport: String, _ scenario: Scenario) async throws {
+    @Test(arguments: Transport.availableKinds, scenarios)
+    func errorsShowTheirPortugueseMessage(transport: Transport.Kind, _ scenario: Scenario)
+      async throws
+    {
       try await withServer { server in
         if !scenario.faults.isEmpty { server.script(.cpf, scenario.faults) }
         let client = makeClient(
@@ -135,8 +141,8 @@
       }
     }
 
-    @Test(arguments: CPFClient.Transport.availableNames) func errorIsClearedByTheNextSuccess(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func errorIsClearedByTheNextSuccess(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         let model = CPFLookupModel(client: makeClient(server, transport), input: "1")
@@ -149,8 +155,8 @@
       }
     }
 
-    @Test(arguments: CPFClient.Transport.availableNames) func aNewLookupCancelsTheStaleOne(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func aNewLookupCancelsTheStaleOne(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         let first = knownPerson(server, index: 0)
@@ -182,8 +188,8 @@
       }
     }
 
-    @Test(arguments: CPFClient.Transport.availableNames) func cancelStopsTheLookup(
-      transport: String
+    @Test(arguments: Transport.availableKinds) func cancelStopsTheLookup(
+      transport: Transport.Kind
     ) async throws {
       try await withServer { server in
         server.script(.cpf, [.delayHeaders(0.5)])

@@ -2,6 +2,7 @@ import BrazilianDocuments
 import CPFHub
 import Cepis
 import CepisMock
+import CepisSupport
 import CepisUI
 import Foundation
 import Testing
@@ -78,11 +79,9 @@ func eventually(
 
 /// A `Clock` whose time moves only when the test calls ``advance(by:)``: a debounce of any
 /// length is waited out instantly, and "changed within the debounce" is exact.
-///
-/// `@unchecked Sendable` is sound: `now`, `sleepers` and `nextID` are only read or written
-/// while `lock` is held, and continuations are resumed after it is released.
+
 @available(macOS 13, iOS 16, tvOS 16, watchOS 9, *)
-final class ManualClock: Clock, @unchecked Sendable {
+final class ManualClock: Clock, Sendable {
   /// A point on the manual timeline.
   struct Instant: InstantProtocol {
     var offset: Duration
@@ -91,43 +90,45 @@ final class ManualClock: Clock, @unchecked Sendable {
     static func < (left: Instant, right: Instant) -> Bool { left.offset < right.offset }
   }
 
-  private struct Sleeper {
+  private struct Sleeper: Sendable {
     var deadline: Instant
     var continuation: CheckedContinuation<Void, any Error>
   }
 
-  private let lock = NSLock()
-  private var current = Instant(offset: .zero)
-  private var sleepers: [Int: Sleeper] = [:]
-  private var cancelled: Set<Int> = []
-  private var nextID = 0
+  private struct State: Sendable {
+    var current = Instant(offset: .zero)
+    var sleepers: [Int: Sleeper] = [:]
+    var cancelled: Set<Int> = []
+    var nextID = 0
+  }
 
-  var now: Instant { locked { current } }
+  private let state = LockedValue(State())
+
+  var now: Instant { state.withLock { $0.current } }
   var minimumResolution: Duration { .zero }
 
-  /// How many tasks are sleeping on this clock right now.
-  var sleeperCount: Int { locked { sleepers.count } }
+  var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
   func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-    let id = locked {
-      nextID += 1
-      return nextID
+    let id = state.withLock { state in
+      state.nextID += 1
+      return state.nextID
     }
     try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation {
         (continuation: CheckedContinuation<Void, any Error>) in
-        let outcome: Result<Void, any Error>? = locked {
-          if cancelled.remove(id) != nil { return .failure(CancellationError()) }
-          if deadline <= current { return .success(()) }
-          sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
+        let outcome: Result<Void, any Error>? = state.withLock { state in
+          if state.cancelled.remove(id) != nil { return .failure(CancellationError()) }
+          if deadline <= state.current { return .success(()) }
+          state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
           return nil
         }
         if let outcome { continuation.resume(with: outcome) }
       }
     } onCancel: {
-      let sleeper: Sleeper? = locked {
-        guard let sleeper = sleepers.removeValue(forKey: id) else {
-          cancelled.insert(id)
+      let sleeper: Sleeper? = state.withLock { state in
+        guard let sleeper = state.sleepers.removeValue(forKey: id) else {
+          state.cancelled.insert(id)
           return nil
         }
         return sleeper
@@ -136,21 +137,14 @@ final class ManualClock: Clock, @unchecked Sendable {
     }
   }
 
-  /// Moves time forward and wakes every sleeper whose deadline has come.
   func advance(by duration: Duration) {
-    let due: [Sleeper] = locked {
-      current = current.advanced(by: duration)
-      let ready = sleepers.filter { $0.value.deadline <= current }
-      for id in ready.keys { sleepers.removeValue(forKey: id) }
+    let due: [Sleeper] = state.withLock { state in
+      state.current = state.current.advanced(by: duration)
+      let ready = state.sleepers.filter { $0.value.deadline <= state.current }
+      for id in ready.keys { state.sleepers.removeValue(forKey: id) }
       return Array(ready.values)
     }
     for sleeper in due { sleeper.continuation.resume() }
-  }
-
-  private func locked<T>(_ body: () throws -> T) rethrows -> T {
-    lock.lock()
-    defer { lock.unlock() }
-    return try body()
   }
 }
 
@@ -160,14 +154,14 @@ final class ManualClock: Clock, @unchecked Sendable {
 /// deadlines, no reading of the real environment.
 func makeClient(
   _ server: MockServer?,
-  _ transport: String,
+  _ transport: Transport.Kind,
   apiKey: String? = testKey,
   baseURL: URL? = nil,
   timeout: TimeInterval = 2,
   maxAttempts: Int = 3,
   totalTimeout: TimeInterval? = 5
 ) -> CPFClient {
-  guard let made = CPFClient.Transport.named(transport) else {
+  guard let made = Transport.make(transport) else {
     preconditionFailure("\(transport) is listed as available but cannot be made")
   }
   return CPFClient(
@@ -205,20 +199,9 @@ func failureKind(_ state: AddressFormModel.State) -> String? {
   return error.kind
 }
 
-/// A thread-safe boolean for observation callbacks.
-///
-/// `@unchecked Sendable` is sound: `flag` is only read or written while `lock` is held.
-final class Flag: @unchecked Sendable {
-  private let lock = NSLock()
-  private var flag = false
-  var value: Bool {
-    lock.lock()
-    defer { lock.unlock() }
-    return flag
-  }
-  func set() {
-    lock.lock()
-    defer { lock.unlock() }
-    flag = true
-  }
+/// A boolean that observation callbacks set from any thread.
+final class Flag: Sendable {
+  private let flag = LockedValue(false)
+  var value: Bool { flag.withLock { $0 } }
+  func set() { flag.withLock { $0 = true } }
 }

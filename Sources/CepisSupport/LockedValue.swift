@@ -3,7 +3,8 @@ import Foundation
 /// A value guarded by a lock, shareable across tasks and threads.
 ///
 /// `Synchronization.Mutex` needs macOS 15 / iOS 18, and the package still supports
-/// macOS 10.15 / iOS 13, so the core keeps this small `NSLock` box instead.
+/// macOS 10.15 / iOS 13, so the package keeps this small `NSLock` box instead: its one lock
+/// type, used by the HTTP core, CepisMock and the command-line tool alike.
 ///
 /// `@unchecked Sendable` is sound here: `value` is private and is only ever read or written
 /// inside `withLock`, which holds `lock` for the whole access, so no two threads touch it at
