@@ -285,3 +285,24 @@ package struct NoProxyEntry: Sendable, Hashable {
     return nil
   }
 }
+
+extension TransportKind {
+  /// A new transport of this kind whose requests follow `proxy` instead of the process
+  /// environment, or `nil` when the build lacks the kind.
+  ///
+  /// URLSession: a transport of its own. AsyncHTTPClient: on
+  /// ``AsyncHTTPClientTransport/cepisShared`` for direct requests and on a process-wide client
+  /// per proxy for the others, like the default transport.
+  package func make(proxy: ProxySettings) -> (any HTTPTransport)? {
+    switch self {
+    case .urlSession:
+      return URLSessionTransport(configuration: .default, proxy: proxy)
+    case .asyncHTTPClient:
+      #if AsyncHTTPClient
+        return AsyncHTTPClientTransport(sharedWith: proxy)
+      #else
+        return nil
+      #endif
+    }
+  }
+}
