@@ -65,7 +65,8 @@ let package = Package(
       ],
       path: "Benchmarks/CepisBench"
     ),
-    .testTarget(name: "CepisHTTPTests", dependencies: ["CepisHTTP"]),
+    // The transport conformance suite runs against CepisMock over real sockets.
+    .testTarget(name: "CepisHTTPTests", dependencies: ["CepisHTTP", "CepisMock"]),
     .testTarget(
       name: "CepisTests", dependencies: ["Cepis", "CepisHTTP", "CepisMock", asyncHTTPClient]),
     .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),

@@ -235,10 +235,21 @@ private final class Exchange: @unchecked Sendable {
         NSURLErrorServerCertificateHasUnknownRoot, NSURLErrorClientCertificateRejected:
         return "TLS handshake failed"
       case NSURLErrorBadServerResponse: return "bad server response"
+      case NSURLErrorUnknown where isTLSFailure(nsError):
+        return "TLS handshake failed"
       default: return "URL error \(nsError.code)"
       }
     }
     return "\(nsError.domain) \(nsError.code)"
+  }
+
+  /// Whether an unknown-code error is a failed TLS handshake. FoundationNetworking reports a
+  /// peer that breaks off the handshake (libcurl's `SSL_ERROR_SYSCALL`, say, from a server that
+  /// answers a ClientHello in plain HTTP) as `NSURLErrorUnknown`; libcurl's message, which it
+  /// keeps as the description, is then the only sign of what failed.
+  private static func isTLSFailure(_ error: NSError) -> Bool {
+    let description = (error.userInfo[NSLocalizedDescriptionKey] as? String) ?? ""
+    return description.contains("SSL") || description.contains("TLS")
   }
 }
 
