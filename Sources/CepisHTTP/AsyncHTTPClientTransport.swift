@@ -86,20 +86,26 @@
       if client === Self.cepisShared {
         self.init(sharedWith: .processEnvironment)
       } else {
-        self.client = client
-        self.configuredByCepis = false
-        self.owner = nil
-        self.proxies = nil
+        self.init(client: client, configuredByCepis: false, owner: nil, proxies: nil)
       }
+    }
+
+    private init(
+      client: HTTPClient, configuredByCepis: Bool, owner: Owner?,
+      proxies: (settings: ProxySettings, clients: ProxiedClients)?
+    ) {
+      self.client = client
+      self.configuredByCepis = configuredByCepis
+      self.owner = owner
+      self.proxies = proxies
     }
 
     /// A transport on ``cepisShared`` and, for requests `proxy` sends through a proxy, on a
     /// process-wide client per proxy configured like it.
     package init(sharedWith proxy: ProxySettings) {
-      self.client = Self.cepisShared
-      self.configuredByCepis = true
-      self.owner = nil
-      self.proxies = proxy.isDirect ? nil : (proxy, Self.cepisSharedProxied)
+      self.init(
+        client: Self.cepisShared, configuredByCepis: true, owner: nil,
+        proxies: proxy.isDirect ? nil : (proxy, Self.cepisSharedProxied))
     }
 
     /// A transport on a client Cepis creates from `configuration` (with redirects disallowed
@@ -118,12 +124,10 @@
       }
       let client = HTTPClient(
         eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-      self.client = client
-      self.configuredByCepis = true
-      self.owner = Owner(client: client)
+      var proxies: (settings: ProxySettings, clients: ProxiedClients)?
       if let settings, !settings.isDirect {
         let base = configuration
-        self.proxies = (
+        proxies = (
           settings,
           ProxiedClients(owned: true) { endpoint in
             var proxied = base
@@ -132,9 +136,9 @@
               eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: proxied)
           }
         )
-      } else {
-        self.proxies = nil
       }
+      self.init(
+        client: client, configuredByCepis: true, owner: Owner(client: client), proxies: proxies)
     }
 
     /// The proxy a request for `url` goes through, `nil` for direct (or a caller's own setting).

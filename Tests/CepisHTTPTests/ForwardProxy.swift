@@ -25,8 +25,10 @@ import Foundation
 /// - `GET http://host[:port]/path` (absolute form): logged as `GET http://host[:port]/path` and
 ///   relayed, whatever the host, to `upstreamPort` on 127.0.0.1 (so a host no resolver knows
 ///   proves the request went through the proxy), with `Connection: close`;
-/// - `CONNECT host:port`: logged as `CONNECT host:port` and refused with 502 (no TLS server is
+/// - `CONNECT host:443`: logged as `CONNECT host:443` and refused with 502 (no TLS server is
 ///   needed to prove the tunnel was asked of the proxy);
+/// - `CONNECT host:port` to any other port: logged, and tunnelled to `upstreamPort` (the way
+///   AsyncHTTPClient sends even plain `http` through a proxy);
 /// - anything else (an origin-form request, which a client that is not using a proxy sends):
 ///   logged as it is and answered 400.
 ///
@@ -40,7 +42,7 @@ final class ForwardProxy: @unchecked Sendable {
   private let listener: Int32
   private let upstreamPort: Int
   private let log = LockedValue([String]())
-  private let state = LockedValue((stopped: false, started: 1, done: 0))
+  private let state = LockedValue((stopped: false, started: 1, done: 0, open: Set<Int32>()))
 
   /// What the proxy was asked to relay, in arrival order.
   var relayed: [String] { log.withLock { $0 } }
@@ -57,15 +59,41 @@ final class ForwardProxy: @unchecked Sendable {
     Thread.detachNewThread { [self] in acceptLoop() }
   }
 
-  /// Stops accepting, and waits (up to 5 s) for the connections in flight.
+  /// Stops accepting, shuts every relayed connection down and waits (briefly) for the threads.
   func stop() {
-    let count = state.withLock { state -> Int in
+    let (count, open) = state.withLock { state -> (Int, Set<Int32>) in
       state.stopped = true
-      return state.started
+      return (state.started, state.open)
     }
-    let deadline = Date().addingTimeInterval(5)
-    while state.withLock({ $0.done }) < count, Date() < deadline { usleep(5_000) }
+    // Wakes every thread blocked in `poll` or `recv` on a connection at once.
+    for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+    let deadline = Date().addingTimeInterval(2)
+    while state.withLock({ $0.done }) < count, Date() < deadline { usleep(1_000) }
     close(listener)
+  }
+
+  /// Registers `fd` so that ``stop()`` can shut it down; `false` once stopped.
+  private func track(_ fd: Int32) -> Bool {
+    state.withLock { state in
+      guard !state.stopped else { return false }
+      state.open.insert(fd)
+      return true
+    }
+  }
+
+  /// A tracked connection to the upstream, or `nil` (when it fails or the proxy stopped).
+  private func connectUpstream() -> Int32? {
+    guard let fd = Self.connect(port: upstreamPort) else { return nil }
+    guard track(fd) else {
+      close(fd)
+      return nil
+    }
+    return fd
+  }
+
+  private func untrackAndClose(_ fd: Int32) {
+    state.withLock { _ = $0.open.remove(fd) }
+    close(fd)
   }
 
   private var stopped: Bool { state.withLock { $0.stopped } }
@@ -80,6 +108,7 @@ final class ForwardProxy: @unchecked Sendable {
       let accepted = state.withLock { state -> Bool in
         guard !state.stopped else { return false }
         state.started += 1
+        state.open.insert(connection)
         return true
       }
       guard accepted else {
@@ -94,7 +123,7 @@ final class ForwardProxy: @unchecked Sendable {
   }
 
   private func serve(_ client: Int32) {
-    defer { close(client) }
+    defer { untrackAndClose(client) }
     guard let head = readHead(client) else { return }
     var lines = head.components(separatedBy: "\r\n")
     let requestLine = lines.removeFirst().split(separator: " ").map(String.init)
@@ -102,7 +131,13 @@ final class ForwardProxy: @unchecked Sendable {
     let (method, target) = (requestLine[0], requestLine[1])
     log.withLock { $0.append("\(method) \(target)") }
     if method == "CONNECT" {
-      send(client, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+      guard !target.hasSuffix(":443"), let upstream = connectUpstream() else {
+        send(client, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        return
+      }
+      defer { untrackAndClose(upstream) }
+      send(client, "HTTP/1.1 200 Connection established\r\n\r\n")
+      tunnel(client, upstream)
       return
     }
     guard target.lowercased().hasPrefix("http://") else {
@@ -115,11 +150,11 @@ final class ForwardProxy: @unchecked Sendable {
       let name = line.split(separator: ":").first?.lowercased() ?? ""
       return !line.isEmpty && name != "connection" && name != "proxy-connection"
     }
-    guard let upstream = Self.connect(port: upstreamPort) else {
+    guard let upstream = connectUpstream() else {
       send(client, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
       return
     }
-    defer { close(upstream) }
+    defer { untrackAndClose(upstream) }
     send(
       upstream,
       "\(method) \(path) HTTP/1.1\r\n" + kept.joined(separator: "\r\n")
@@ -129,6 +164,25 @@ final class ForwardProxy: @unchecked Sendable {
       let count = recv(upstream, &buffer, buffer.count, 0)
       guard count > 0 else { return }
       guard buffer.withUnsafeBytes({ Self.sendAll(client, $0.prefix(count)) }) else { return }
+    }
+  }
+
+  /// Copies bytes both ways until either side closes (or 10 s pass without any).
+  private func tunnel(_ first: Int32, _ second: Int32) {
+    var buffer = [UInt8](repeating: 0, count: 16_384)
+    var pollers = [
+      pollfd(fd: first, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: second, events: Int16(POLLIN), revents: 0),
+    ]
+    while poll(&pollers, 2, 10_000) > 0 {
+      for (index, poller) in pollers.enumerated() where poller.revents != 0 {
+        let (from, to) = index == 0 ? (first, second) : (second, first)
+        let count = recv(from, &buffer, buffer.count, 0)
+        guard count > 0, buffer.withUnsafeBytes({ Self.sendAll(to, $0.prefix(count)) }) else {
+          return
+        }
+      }
+      for index in pollers.indices { pollers[index].revents = 0 }
     }
   }
 
