@@ -75,9 +75,16 @@ enum CPFLookupCommand {
 }
 
 extension Context {
-  /// The CPFHub client's transport: the one `--transport` names, or the build's default.
+  /// The CPFHub client's transport: the one `--transport` names, or the build's default;
+  /// through `--proxy` when given.
   func cpfTransport() throws(UsageError) -> CPFClient.Transport {
-    guard let kind = try transportKind() else { return .default }
-    return CPFClient.Transport.named(kind.rawValue) ?? .default
+    let kind = try transportKind()
+    guard let proxy = try proxyURL() else {
+      guard let kind else { return .default }
+      return CPFClient.Transport.named(kind.rawValue) ?? .default
+    }
+    let name = kind?.rawValue ?? CPFClient.Transport.availableNames[0]
+    exportForLibcurl(proxy, transport: name)
+    return CPFClient.Transport.named(name, proxy: proxy) ?? .default
   }
 }

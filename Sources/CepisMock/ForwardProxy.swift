@@ -1,7 +1,5 @@
 import Foundation
 
-@testable import CepisHTTP
-
 #if canImport(Glibc)
   import Glibc
 
@@ -20,7 +18,8 @@ import Foundation
   private let noSignal: Int32 = 0
 #endif
 
-/// A forward HTTP proxy on 127.0.0.1 for tests, logging every request it is asked to relay.
+/// A forward HTTP proxy on 127.0.0.1 for the package's own tests (`package`, not public API),
+/// logging every request it is asked to relay.
 ///
 /// - `GET http://host[:port]/path` (absolute form): logged as `GET http://host[:port]/path` and
 ///   relayed, whatever the host, to `upstreamPort` on 127.0.0.1 (so a host no resolver knows
@@ -37,21 +36,22 @@ import Foundation
 ///
 /// `@unchecked Sendable` is sound: `listener` and `upstreamPort` are constants, and the log and
 /// thread list are `LockedValue`s.
-final class ForwardProxy: @unchecked Sendable {
-  let port: Int
+package final class ForwardProxy: @unchecked Sendable {
+  /// The port it listens on.
+  package let port: Int
   private let listener: Int32
   private let upstreamPort: Int
-  private let log = LockedValue([String]())
-  private let state = LockedValue((stopped: false, started: 1, done: 0, open: Set<Int32>()))
+  private let log = LockedBox([String]())
+  private let state = LockedBox((stopped: false, started: 1, done: 0, open: Set<Int32>()))
 
   /// What the proxy was asked to relay, in arrival order.
-  var relayed: [String] { log.withLock { $0 } }
+  package var relayed: [String] { log.withLock { $0 } }
 
   /// The proxy as `http_proxy` names it.
-  var url: String { "http://127.0.0.1:\(port)" }
+  package var url: String { "http://127.0.0.1:\(port)" }
 
   /// Starts a proxy that relays absolute-form requests to 127.0.0.1:`upstreamPort`.
-  init(upstreamPort: Int) throws {
+  package init(upstreamPort: Int) throws {
     self.upstreamPort = upstreamPort
     let (fd, port) = try Self.listen()
     self.listener = fd
@@ -60,7 +60,7 @@ final class ForwardProxy: @unchecked Sendable {
   }
 
   /// Stops accepting, shuts every relayed connection down and waits (briefly) for the threads.
-  func stop() {
+  package func stop() {
     let (count, open) = state.withLock { state -> (Int, Set<Int32>) in
       state.stopped = true
       return (state.started, state.open)
@@ -262,4 +262,4 @@ final class ForwardProxy: @unchecked Sendable {
 }
 
 /// The proxy could not bind 127.0.0.1.
-struct ProxyStartError: Error {}
+package struct ProxyStartError: Error {}
