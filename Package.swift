@@ -66,7 +66,8 @@ let package = Package(
       path: "Benchmarks/CepisBench"
     ),
     // The transport conformance suite runs against CepisMock over real sockets.
-    .testTarget(name: "CepisHTTPTests", dependencies: ["CepisHTTP", "CepisMock"]),
+    .testTarget(
+      name: "CepisHTTPTests", dependencies: ["CepisHTTP", "CepisMock", asyncHTTPClient]),
     .testTarget(
       name: "CepisTests", dependencies: ["Cepis", "CepisHTTP", "CepisMock", asyncHTTPClient]),
     .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),

@@ -4,6 +4,13 @@ import Testing
 
 @testable import CepisHTTP
 
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+#if AsyncHTTPClient
+  import AsyncHTTPClient
+#endif
+
 /// The contract of ``HTTPTransport`` under ``HTTPExecutor``, run over every transport this build
 /// has, against CepisMock and a forward proxy on 127.0.0.1: a new transport must pass all of it.
 ///
@@ -355,4 +362,45 @@ extension Result where Success == HTTPResponse {
     guard case .network(let message) = failure else { return false }
     return message.hasPrefix("proxy settings cannot be applied")
   }
+}
+
+/// A caller's own proxy setting is theirs: the environment never replaces it.
+@Suite("Proxies: a caller's own settings")
+struct CallerProxySettingsTests {
+  @Test("a URLSessionConfiguration whose connectionProxyDictionary is set keeps it")
+  func urlSessionConfiguration() throws {
+    let url = try #require(URL(string: "http://a.example/"))
+    let own = URLSessionConfiguration.ephemeral
+    own.connectionProxyDictionary = [:]
+    #expect(URLSessionTransport(configuration: own).proxy(for: url) == nil)
+    // Settings passed explicitly win over the configuration's.
+    let endpoint = ProxyEndpoint(host: "proxy.corp", port: 3128)
+    let settings = ProxySettings(environment: [:], proxy: endpoint)
+    #expect(URLSessionTransport(configuration: own, proxy: settings).proxy(for: url) == endpoint)
+  }
+
+  #if AsyncHTTPClient
+    @Test("an HTTPClient configuration that names a proxy keeps it")
+    func asyncHTTPClientConfiguration() async throws {
+      try await MockServer.withServer { server in
+        let proxy = try ForwardProxy(upstreamPort: try #require(server.baseURL.port))
+        defer { proxy.stop() }
+        var configuration = HTTPClient.Configuration()
+        configuration.proxy = .server(host: "127.0.0.1", port: proxy.port)
+        let transport = AsyncHTTPClientTransport(configuration: configuration)
+        let url = try #require(URL(string: "http://cep.cepis-proxy.invalid/01001000"))
+        #expect(transport.proxy(for: url) == nil)  // not Cepis's settings: the client's own
+        let response = try await transport.send(
+          HTTPRequest(url: url, headers: [], maxBodyBytes: 1 << 20), timeout: 5)
+        #expect(response.status == 200)
+        #expect(proxy.relayed == ["CONNECT cep.cepis-proxy.invalid:80"])
+      }
+    }
+
+    @Test("a caller's HTTPClient is used as it is")
+    func callerClient() throws {
+      let url = try #require(URL(string: "http://a.example/"))
+      #expect(AsyncHTTPClientTransport(client: .shared).proxy(for: url) == nil)
+    }
+  #endif
 }
