@@ -159,7 +159,7 @@ package struct ProxySettings: Sendable, Hashable {
 
   /// The proxy `url` goes through, or `nil` to go direct.
   package func proxy(for url: URL) -> ProxyEndpoint? {
-    guard let scheme = url.scheme?.lowercased() else { return nil }
+    guard !isDirect, let scheme = url.scheme?.lowercased() else { return nil }
     let candidate: ProxyEndpoint?
     switch scheme {
     case "http": candidate = httpProxy

@@ -112,7 +112,10 @@ package final class URLSessionTransport: HTTPTransport {
   /// Sends `request` once (see ``HTTPTransport``).
   package func send(_ request: HTTPRequest, timeout: TimeInterval) async throws -> HTTPResponse {
     var proxy: ProxyEndpoint?
-    if case .settings(let settings, let libcurl) = routing {
+    // Without any proxy on either side (the common case) there is nothing to decide.
+    if case .settings(let settings, let libcurl) = routing,
+      !(settings.isDirect && libcurl?.isDirect ?? true)
+    {
       proxy = settings.proxy(for: request.url)
       #if canImport(FoundationNetworking)
         if let libcurl, libcurl.proxy(for: request.url) != proxy {
