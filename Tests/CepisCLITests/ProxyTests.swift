@@ -87,6 +87,24 @@ struct ProxyTests {
     }
   }
 
+  @Test("https asks the proxy for a CONNECT tunnel", arguments: cliTransports)
+  func httpsThroughProxy(transport: String) async throws {
+    try await CLI.$transport.withValue(transport) {
+      try await withMock { server in
+        let proxy = try ForwardProxy(upstreamPort: try #require(server.baseURL.port))
+        defer { proxy.stop() }
+        var env = Self.noProxyVariables
+        env["https_proxy"] = proxy.url
+        // The test proxy refuses tunnels to port 443: the command fails after asking it.
+        let result = try await CLI.run(
+          ["health", "--base-url", "https://cep.cepis-proxy.invalid", "--attempts", "1"], env: env)
+        #expect(result.status == 3, "\(result.err)")
+        #expect(proxy.relayed == ["CONNECT cep.cepis-proxy.invalid:443"])
+        #expect(server.requests.isEmpty)
+      }
+    }
+  }
+
   /// How the transport asks the proxy for `http://cep.cepis-proxy.invalid/01001000`.
   static func proxiedForm(_ transport: String) -> String {
     transport == "async-http-client"
