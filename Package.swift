@@ -75,7 +75,10 @@ let package = Package(
       ],
       path: "Benchmarks/CepisBench"
     ),
-    .testTarget(name: "CepisHTTPTests", dependencies: ["CepisHTTP"]),
+    // The transport conformance suite runs against CepisMock over real sockets.
+    .testTarget(
+      name: "CepisHTTPTests",
+      dependencies: ["CepisHTTP", "CepisMock", "CepisSupport", asyncHTTPClient]),
     .testTarget(
       name: "CepisTests",
       dependencies: [

@@ -180,10 +180,47 @@ struct Context: Sendable {
       fallbacks: fallbacks, hedgeAfter: hedgeAfter)
   }
 
-  /// `--transport` (env `CEPIS_TRANSPORT`), or the build's default.
+  /// `--transport` (env `CEPIS_TRANSPORT`), or the build's default; through `--proxy` when
+  /// given (the environment's proxies otherwise, which every transport reads).
   func transport() throws(UsageError) -> Transport {
-    guard let kind = try transportKind() else { return .default }
-    return Transport.make(kind) ?? .default
+    let kind = try transportKind()
+    guard let proxy = try proxyURL() else {
+      guard let kind else { return .default }
+      return Transport.make(kind) ?? .default
+    }
+    let chosen = kind ?? Transport.availableKinds[0]
+    exportForLibcurl(proxy, transport: chosen.rawValue)
+    return Transport.make(chosen, proxy: proxy) ?? .default
+  }
+
+  /// `--proxy` as a URL (`http://` added when it names no scheme, as curl does), or `nil`; a
+  /// usage error for anything but an `http://` proxy.
+  func proxyURL() throws(UsageError) -> URL? {
+    guard let text = parsed.value("proxy") else { return nil }
+    let full = text.contains("://") ? text : "http://" + text
+    guard let url = URL(string: full), url.scheme?.lowercased() == "http",
+      let host = url.host, !host.isEmpty
+    else {
+      throw UsageError(
+        message: "invalid proxy '\(text)' (expected an HTTP proxy: http://host[:port])",
+        path: path)
+    }
+    return url
+  }
+
+  /// Puts `--proxy` where URLSession on Linux looks for it.
+  ///
+  /// FoundationNetworking never applies a session's `connectionProxyDictionary`; libcurl, under
+  /// it, reads `http_proxy` and `https_proxy` from the process environment, and Cepis's
+  /// URLSession transport refuses a request libcurl would route otherwise than asked. So the
+  /// tool — a process of its own, before its first request and before any thread reads the
+  /// environment — sets both, as `curl --proxy` would mean them (`no_proxy` still applies).
+  func exportForLibcurl(_ proxy: URL, transport: String) {
+    #if canImport(FoundationNetworking)
+      guard transport == "urlsession" else { return }
+      setenv("http_proxy", proxy.absoluteString, 1)
+      setenv("https_proxy", proxy.absoluteString, 1)
+    #endif
   }
 
   /// The transport `--transport` or `CEPIS_TRANSPORT` names, `nil` for the build's default; a

@@ -11,6 +11,10 @@ enum Commands {
     .value(
       "transport", "NAME",
       "urlsession or async-http-client (env CEPIS_TRANSPORT; default: the build's best)"),
+    .value(
+      "proxy", "URL",
+      "send requests through this HTTP proxy, http://host[:port] (default: http_proxy, "
+        + "https_proxy, all_proxy; no_proxy applies either way)"),
     .flag("help", short: "h", "show help for the command"),
     .flag("version", "show the version"),
   ]

@@ -26,6 +26,12 @@
   /// Either way the 3xx reaches ``HTTPExecutor``, which applies the same-origin rule, and
   /// ``withAttemptDeadline(_:_:)`` resumes the caller at its deadline or cancellation and
   /// abandons the request, which closes the connection.
+  ///
+  /// Proxies: AsyncHTTPClient sets one proxy per client (`Configuration.proxy`), for every host.
+  /// A transport that follows ``ProxySettings`` therefore keeps one client per proxy besides its
+  /// direct one and picks, request by request, the client ``ProxySettings/proxy(for:)`` names,
+  /// so `no_proxy` hosts go direct. AsyncHTTPClient sends `http` URLs to the proxy in absolute
+  /// form and tunnels `https` ones with `CONNECT`.
   package struct AsyncHTTPClientTransport: HTTPTransport {
     /// The client behind `Transport.default` in a build with the trait: one per process, on
     /// SwiftNIO's shared event loops, never shut down (as `HTTPClient.shared` is not).
@@ -52,30 +58,98 @@
       return configuration
     }
 
-    /// The client requests go through.
+    /// The clients ``cepisShared`` is joined by, one per proxy: made on first use, kept for the
+    /// whole process like it.
+    private static let cepisSharedProxied = ProxiedClients(owned: false) { proxy in
+      var configuration = cepisConfiguration(
+        HTTPClient.Configuration(timeout: .init(connect: .seconds(30))))
+      configuration.proxy = .server(host: proxy.host, port: proxy.port)
+      return HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    /// The client requests go through when they go direct (or, on a caller's client, always).
     private let client: HTTPClient
     /// Whether Cepis set the client's configuration (redirects disallowed).
     private let configuredByCepis: Bool
     private let owner: Owner?
+    /// Which requests go through a proxy, and the clients that reach each proxy; `nil` when
+    /// every request goes through `client`.
+    private let proxies: (settings: ProxySettings, clients: ProxiedClients)?
 
-    /// A transport on `client`, which Cepis never shuts down; its redirect setting is unknown,
-    /// so requests go the way that keeps redirects from being followed.
+    /// A transport on `client`, which Cepis never shuts down.
+    ///
+    /// A caller's client keeps its own proxy setting, and its redirect setting is unknown, so
+    /// requests go the way that keeps redirects from being followed. On ``cepisShared`` the
+    /// process environment's proxies apply (read now), through the shared proxied clients.
     package init(client: HTTPClient) {
+      if client === Self.cepisShared {
+        self.init(sharedWith: .processEnvironment)
+      } else {
+        self.init(client: client, configuredByCepis: false, owner: nil, proxies: nil)
+      }
+    }
+
+    private init(
+      client: HTTPClient, configuredByCepis: Bool, owner: Owner?,
+      proxies: (settings: ProxySettings, clients: ProxiedClients)?
+    ) {
       self.client = client
-      self.configuredByCepis = client === Self.cepisShared
-      self.owner = nil
+      self.configuredByCepis = configuredByCepis
+      self.owner = owner
+      self.proxies = proxies
+    }
+
+    /// A transport on ``cepisShared`` and, for requests `proxy` sends through a proxy, on a
+    /// process-wide client per proxy configured like it.
+    package init(sharedWith proxy: ProxySettings) {
+      self.init(
+        client: Self.cepisShared, configuredByCepis: true, owner: nil,
+        proxies: proxy.isDirect ? nil : (proxy, Self.cepisSharedProxied))
     }
 
     /// A transport on a client Cepis creates from `configuration` (with redirects disallowed
     /// and connection failures reported at once) and shuts down when the last copy of this
     /// transport is released.
-    package init(configuration: HTTPClient.Configuration) {
+    ///
+    /// - Parameter proxy: the proxies to use. `nil`: `configuration.proxy` when it names one,
+    ///   otherwise the process environment's (read now). A proxy in the settings gets a client
+    ///   of its own, made from `configuration` on first use and shut down with the rest.
+    package init(configuration: HTTPClient.Configuration, proxy: ProxySettings? = nil) {
+      var configuration = Self.cepisConfiguration(configuration)
+      let settings = proxy ?? (configuration.proxy == nil ? .processEnvironment : nil)
+      if settings != nil {
+        // Settings given or read replace the configuration's proxy: direct means direct.
+        configuration.proxy = nil
+      }
       let client = HTTPClient(
-        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-        configuration: Self.cepisConfiguration(configuration))
-      self.client = client
-      self.configuredByCepis = true
-      self.owner = Owner(client: client)
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+      var proxies: (settings: ProxySettings, clients: ProxiedClients)?
+      if let settings, !settings.isDirect {
+        let base = configuration
+        proxies = (
+          settings,
+          ProxiedClients(owned: true) { endpoint in
+            var proxied = base
+            proxied.proxy = .server(host: endpoint.host, port: endpoint.port)
+            return HTTPClient(
+              eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: proxied)
+          }
+        )
+      }
+      self.init(
+        client: client, configuredByCepis: true, owner: Owner(client: client), proxies: proxies)
+    }
+
+    /// The proxy a request for `url` goes through, `nil` for direct (or a caller's own setting).
+    package func proxy(for url: URL) -> ProxyEndpoint? {
+      proxies?.settings.proxy(for: url)
+    }
+
+    /// The client a request for `url` goes through.
+    private func client(for url: URL) -> HTTPClient {
+      guard let proxies, let endpoint = proxies.settings.proxy(for: url) else { return client }
+      return proxies.clients.client(for: endpoint)
     }
 
     /// Sends `request` once (see ``HTTPTransport``).
@@ -96,7 +170,7 @@
       } catch {
         throw HTTPFailure.network("invalid URL")
       }
-      let client = self.client
+      let client = self.client(for: request.url)
       // AsyncHTTPClient's deadline on this API covers the whole exchange, body included, and
       // fires on the event loop: no timer of our own is needed.
       return try await withAttemptDeadline(nil) { gate in
@@ -166,6 +240,9 @@
         case .tlsHandshakeTimeout: return HTTPFailure.network("TLS handshake failed")
         case .readTimeout: return HTTPFailure.network("timed out")
         case .invalidURL, .emptyHost, .emptyScheme: return HTTPFailure.network("invalid URL")
+        case .invalidProxyResponse: return HTTPFailure.network("proxy refused the tunnel")
+        case .proxyAuthenticationRequired:
+          return HTTPFailure.network("proxy authentication required")
         // A caller's client that follows redirects checks for cycles before it hands the
         // redirect back (a URL redirecting to itself).
         case .redirectCycleDetected, .redirectLimitReached: return HTTPFailure.redirectLoop
@@ -284,6 +361,38 @@
   /// contiguous storage), so that it returns a redirect instead of following it.
   private struct NoBytes: Sequence, Sendable {
     func makeIterator() -> EmptyCollection<UInt8>.Iterator { EmptyCollection().makeIterator() }
+  }
+
+  /// The clients that reach each proxy, made on first use.
+  ///
+  /// `@unchecked Sendable` is sound: `clients` is a `LockedValue`, `make` is `@Sendable`.
+  private final class ProxiedClients: @unchecked Sendable {
+    private let clients = LockedValue([ProxyEndpoint: HTTPClient]())
+    private let make: @Sendable (ProxyEndpoint) -> HTTPClient
+    /// Whether the clients are shut down with this object (a transport's own) or kept for the
+    /// process (``AsyncHTTPClientTransport/cepisShared``'s companions).
+    private let owned: Bool
+
+    init(owned: Bool, make: @escaping @Sendable (ProxyEndpoint) -> HTTPClient) {
+      self.owned = owned
+      self.make = make
+    }
+
+    func client(for endpoint: ProxyEndpoint) -> HTTPClient {
+      clients.withLock { clients in
+        if let client = clients[endpoint] { return client }
+        let client = make(endpoint)
+        clients[endpoint] = client
+        return client
+      }
+    }
+
+    deinit {
+      guard owned else { return }
+      for client in clients.withLock({ Array($0.values) }) {
+        client.shutdown { _ in }
+      }
+    }
   }
 
   /// Shuts down a client Cepis created once nothing uses it any more.

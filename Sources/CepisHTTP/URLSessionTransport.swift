@@ -8,42 +8,136 @@ import Foundation
 /// The `URLSession` transport: one attempt, the body streamed in under its cap, stopped at
 /// once when cancelled or out of time.
 ///
-/// The transport owns a private `URLSession` made from the caller's configuration with a
+/// The transport owns private `URLSession`s made from the caller's configuration with a
 /// delegate, because only a delegate sees the body as it arrives: a completion handler
 /// would buffer a hostile, endless body whole before we could look at it. The delegate also
 /// refuses every redirect, so a 3xx comes back to ``HTTPExecutor``, which applies the
 /// same-origin rule for every transport alike.
+///
+/// Proxies follow ``ProxySettings`` unless the configuration names its own (see
+/// ``init(configuration:proxy:)``). On Apple platforms each request goes through a session
+/// whose `connectionProxyDictionary` names its proxy (or none: an empty dictionary), one
+/// session per proxy. FoundationNetworking on Linux stores `connectionProxyDictionary` but never
+/// applies it (its libcurl layer leaves every proxy option unset, a TODO in
+/// swift-corelibs-foundation's `EasyHandle.swift`); libcurl then reads `http_proxy`,
+/// `https_proxy`, `all_proxy` and `no_proxy` from the process environment itself. So on Linux a
+/// request goes out only when the settings route it as libcurl will — always the case for
+/// settings read from the process environment, except a `no_proxy` entry with a port — and
+/// otherwise fails with a network error naming the difference, never taking the wrong way.
 package final class URLSessionTransport: HTTPTransport {
-  private let session: URLSession
-  private let router: TaskRouter
+  /// Where a request's proxy comes from.
+  private enum Routing {
+    /// The configuration's own `connectionProxyDictionary`, untouched.
+    case configuration
+    /// ``ProxySettings``; `libcurl` is how libcurl will route (Linux only).
+    case settings(ProxySettings, libcurl: ProxySettings?)
+  }
 
-  /// Creates a transport with `configuration`'s proxies, cookies and headers, but no
-  /// HTTP cache and no URLSession timeouts of its own that could fire before ours.
-  package init(configuration: URLSessionConfiguration) {
+  private let configuration: URLSessionConfiguration
+  private let routing: Routing
+  private let sessions = LockedValue([ProxyEndpoint?: SessionSlot]())
+
+  /// Creates a transport with `configuration`'s cookies, headers and (when it names any)
+  /// proxies, but no HTTP cache and no URLSession timeouts of its own that could fire before
+  /// ours.
+  ///
+  /// - Parameter proxy: the proxies to use. `nil`: the configuration's own when its
+  ///   `connectionProxyDictionary` is set (even to an empty dictionary, which means none),
+  ///   otherwise the process environment's (``ProxySettings/processEnvironment``, read now).
+  package init(configuration: URLSessionConfiguration, proxy: ProxySettings? = nil) {
     let configuration = configuration.copy() as? URLSessionConfiguration ?? .ephemeral
     configuration.urlCache = nil
     configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
     // The core enforces its own deadlines; these only stop a leaked task in the worst case.
     configuration.timeoutIntervalForRequest = 3_600
     configuration.timeoutIntervalForResource = 7_200
-    self.router = TaskRouter()
-    self.session = URLSession(configuration: configuration, delegate: router, delegateQueue: nil)
+    self.configuration = configuration
+    let settings: ProxySettings?
+    if let proxy {
+      settings = proxy
+    } else if configuration.connectionProxyDictionary == nil {
+      settings = .processEnvironment
+    } else {
+      settings = nil
+    }
+    if let settings {
+      #if canImport(FoundationNetworking)
+        let libcurl = (proxy == nil ? settings : ProxySettings.processEnvironment).asCurlReadsThem
+        self.routing = .settings(settings, libcurl: libcurl)
+      #else
+        self.routing = .settings(settings, libcurl: nil)
+      #endif
+    } else {
+      self.routing = .configuration
+    }
   }
 
   deinit {
-    session.invalidateAndCancel()
+    for slot in sessions.withLock({ Array($0.values) }) {
+      slot.session.invalidateAndCancel()
+    }
+  }
+
+  /// The proxy the transport sends `url` through, `nil` for none (or the configuration's own).
+  package func proxy(for url: URL) -> ProxyEndpoint? {
+    guard case .settings(let settings, _) = routing else { return nil }
+    return settings.proxy(for: url)
+  }
+
+  /// The session for requests through `proxy`, made on first use.
+  private func slot(for proxy: ProxyEndpoint?) -> SessionSlot {
+    sessions.withLock { slots in
+      if let slot = slots[proxy] { return slot }
+      let configuration = self.configuration.copy() as? URLSessionConfiguration ?? .ephemeral
+      if case .settings(let settings, _) = routing, !settings.isDirect {
+        configuration.connectionProxyDictionary = proxy.map(Self.dictionary(for:)) ?? [:]
+      }
+      let router = TaskRouter()
+      let slot = SessionSlot(
+        session: URLSession(configuration: configuration, delegate: router, delegateQueue: nil),
+        router: router)
+      slots[proxy] = slot
+      return slot
+    }
+  }
+
+  /// A `connectionProxyDictionary` sending both schemes through `proxy` (the string values of
+  /// `kCFNetworkProxiesHTTPEnable` and its siblings, which Linux's Foundation does not declare).
+  private static func dictionary(for proxy: ProxyEndpoint) -> [AnyHashable: Any] {
+    [
+      "HTTPEnable": 1, "HTTPProxy": proxy.host, "HTTPPort": proxy.port,
+      "HTTPSEnable": 1, "HTTPSProxy": proxy.host, "HTTPSPort": proxy.port,
+    ]
   }
 
   /// Sends `request` once (see ``HTTPTransport``).
   package func send(_ request: HTTPRequest, timeout: TimeInterval) async throws -> HTTPResponse {
+    var proxy: ProxyEndpoint?
+    // Without any proxy on either side (the common case) there is nothing to decide.
+    if case .settings(let settings, let libcurl) = routing,
+      !(settings.isDirect && libcurl?.isDirect ?? true)
+    {
+      proxy = settings.proxy(for: request.url)
+      #if canImport(FoundationNetworking)
+        if let libcurl, libcurl.proxy(for: request.url) != proxy {
+          throw HTTPFailure.network(
+            "proxy settings cannot be applied: URLSession on Linux routes by the process "
+              + "environment (\(libcurl.proxy(for: request.url)?.description ?? "direct")), "
+              + "not \(proxy?.description ?? "direct")")
+        }
+        // libcurl applies the proxy itself: one session serves every route.
+        proxy = nil
+      #endif
+    }
+    let slot = self.slot(for: proxy)
     var urlRequest = URLRequest(
       url: request.url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData)
     urlRequest.httpMethod = "GET"
     // A backstop far beyond the core's own deadline, never the deadline itself.
     urlRequest.timeoutInterval = max(60, timeout * 4)
     for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-    let task = session.dataTask(with: urlRequest)
-    let router = self.router
+    let task = slot.session.dataTask(with: urlRequest)
+    let router = slot.router
     return try await withAttemptDeadline(timeout) { gate in
       let exchange = Exchange(maxBodyBytes: request.maxBodyBytes, gate: gate)
       router.register(exchange, for: task.taskIdentifier)
@@ -55,6 +149,13 @@ package final class URLSessionTransport: HTTPTransport {
       task.resume()
     }
   }
+}
+
+/// One session and the delegate that routes its tasks (task identifiers are per session).
+private struct SessionSlot: @unchecked Sendable {
+  // `@unchecked Sendable` is sound: `URLSession` is thread-safe and `TaskRouter` is Sendable.
+  let session: URLSession
+  let router: TaskRouter
 }
 
 /// The body and response of one task as the delegate queue delivers them.
@@ -138,10 +239,21 @@ private final class Exchange: @unchecked Sendable {
         NSURLErrorServerCertificateHasUnknownRoot, NSURLErrorClientCertificateRejected:
         return "TLS handshake failed"
       case NSURLErrorBadServerResponse: return "bad server response"
+      case NSURLErrorUnknown where isTLSFailure(nsError):
+        return "TLS handshake failed"
       default: return "URL error \(nsError.code)"
       }
     }
     return "\(nsError.domain) \(nsError.code)"
+  }
+
+  /// Whether an unknown-code error is a failed TLS handshake. FoundationNetworking reports a
+  /// peer that breaks off the handshake (libcurl's `SSL_ERROR_SYSCALL`, say, from a server that
+  /// answers a ClientHello in plain HTTP) as `NSURLErrorUnknown`; libcurl's message, which it
+  /// keeps as the description, is then the only sign of what failed.
+  private static func isTLSFailure(_ error: NSError) -> Bool {
+    let description = (error.userInfo[NSLocalizedDescriptionKey] as? String) ?? ""
+    return description.contains("SSL") || description.contains("TLS")
   }
 }
 

@@ -4,7 +4,7 @@ import CepisMock
 import Foundation
 import Testing
 
-@Suite("CPFClient against CepisMock")
+@Suite("CPFClient against CepisMock", .serialized)
 struct EndToEndTests {
   @Test(arguments: Transport.availableKinds)
   func theNamedTransportIsOnTheWire(transport: Transport.Kind) async throws {
