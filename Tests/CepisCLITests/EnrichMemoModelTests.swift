@@ -16,7 +16,7 @@ extension SplitMix64: MemoChoiceSource {
 /// of the street arena and rebuilds of the string pool.
 ///
 /// The plain test run does 10,000 operations per capacity and threshold (it shares two cores
-/// with every other suite); CI also runs it alone at 300,000 (`.ci/run`), and
+/// with every other suite); CI also runs it alone at 100,000 (`.ci/run`), and
 /// `CEPIS_MEMO_MODEL_OPS` sets any other number — the 12-million-operation run:
 /// `CEPIS_MEMO_MODEL_OPS=1000000 swift test -c release -Xswiftc -enable-testing --filter
 /// EnrichMemoModelTests`.
