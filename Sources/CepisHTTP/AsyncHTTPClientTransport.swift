@@ -1,5 +1,6 @@
 #if AsyncHTTPClient
   import AsyncHTTPClient
+  import CepisSupport
   import Foundation
   import NIOCore
   import NIOHTTP1
