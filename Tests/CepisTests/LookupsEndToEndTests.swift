@@ -46,7 +46,7 @@ final class RowCounter: Sendable {
   var current: Int { value.withLock { $0 } }
 }
 
-@Suite("lookups: a stream of answers, one per row, against CepisMock")
+@Suite("lookups: a stream of answers, one per row, against CepisMock", .serialized)
 struct LookupsEndToEndTests {
   /// 3,000 rows: 1,200 distinct existing CEPs (masked and not), repeats near and far, CEPs
   /// that do not exist, malformed ones.
