@@ -125,6 +125,36 @@
       }
     }
 
+    @Test(arguments: Transport.availableKinds) func theClientsFallbacksFillTheFormWhileCepIsIsDown(
+      _ kind: Transport.Kind
+    ) async throws {
+      try await withServer { server in
+        server.setMode(.cep, [.status(503)])
+        let client = Client(
+          baseURL: server.baseURL, timeout: 5, maxAttempts: 1, totalTimeout: 10,
+          transport: try #require(Transport.make(kind)), retryBudget: nil,
+          fallbacks: [.viaCEP(baseURL: server.baseURL)])
+        let clock = ManualClock()
+        let form = makeForm(client, clock)
+        type("01001000", into: form)
+        await settle(form, clock)
+
+        let expected = try truth(server, "01001000")
+        guard case .found(let found) = form.state else {
+          Issue.record("expected .found from the fallback, got \(form.state)")
+          return
+        }
+        #expect(found.source == .viaCEP)
+        #expect(form.logradouro == expected.logradouro)
+        #expect(form.bairro == expected.bairro)
+        #expect(form.localidade == expected.localidade)
+        #expect(form.uf == expected.uf)
+        #expect(form.message == nil)
+        #expect(cepRequests(server).count == 1)
+        #expect(server.requests.filter { $0.route == .viaCEP }.count == 1)
+      }
+    }
+
     @Test func aCEPChangedWithinTheDebounceIsNeverAsked() async throws {
       try await withServer { server in
         let clock = ManualClock()
