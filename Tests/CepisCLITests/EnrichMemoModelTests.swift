@@ -64,7 +64,9 @@ struct EnrichMemoModelTests {
     let outcome = await Self.run(
       capacity: capacity, seed: 0xC0A1_0000 &+ UInt64(capacity), streetSlack: 256, poolSlack: 4)
     #expect(outcome.failure == nil)
-    if capacity > 0 {
+    // Long enough a run for the pool to outgrow twice the entries (the sanitizer runs are
+    // shorter): both kinds of compaction happened.
+    if capacity > 0 && Self.operations >= 8 * capacity {
       #expect(outcome.compactions.streets > 0)
       #expect(outcome.compactions.pool > 0)
     }
