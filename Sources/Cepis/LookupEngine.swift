@@ -71,9 +71,6 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     for task in chunks.values { task.cancel() }
   }
 
-  /// Requests sent so far (for tests).
-  var requestsSent: Int { nextChunk }
-
   /// The next row's answer, reading rows and sending chunks as needed.
   func next() async throws -> LookupAnswer<Row>? {
     while true {
