@@ -103,7 +103,9 @@ let package = Package(
       swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
     .testTarget(
       name: "CepisCLITests",
-      dependencies: ["CepisCommandLine", "CepisMock", "Cepis", "BrazilianDocuments"]
+      dependencies: [
+        "CepisCommandLine", "CepisMock", "Cepis", "BrazilianDocuments", "CepisSupport",
+      ]
     ),
   ]
 )

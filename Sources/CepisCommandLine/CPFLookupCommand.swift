@@ -1,5 +1,6 @@
 import BrazilianDocuments
 import CPFHub
+import CepisSupport
 import Foundation
 
 /// `cepis cpf lookup CPF`: through CPFHub, the key from `CPFHUB_API_KEY`.

@@ -1,5 +1,6 @@
 import BrazilianDocuments
 import Cepis
+import CepisSupport
 import Foundation
 
 #if canImport(Glibc)

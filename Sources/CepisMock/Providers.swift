@@ -1,4 +1,5 @@
 import BrazilianDocuments
+import CepisSupport
 
 /// The answers of the two public fallback providers, ViaCEP and BrasilAPI (CEP v2), built
 /// from the same dataset as the cep.is routes and shaped as those services shape them.
@@ -44,17 +45,17 @@ enum Providers {
   static func brasilAPIJSON(_ address: MockAddress) -> [UInt8] {
     let coordinates: JSONValue
     if let geo = address.geo {
-      coordinates = .object([
+      coordinates = [
         "longitude": .string(String(geo.lon)), "latitude": .string(String(geo.lat)),
-      ])
+      ]
     } else {
-      coordinates = .raw(Array("{}".utf8))
+      coordinates = .object([])
     }
     return jsonObject([
       "cep": .string(address.cep), "state": .string(address.uf),
       "city": .string(address.localidade), "neighborhood": .string(address.bairro),
       "street": .string(address.logradouro), "service": .string("open-cep"),
-      "location": .object(["type": .string("Point"), "coordinates": coordinates]),
+      "location": ["type": .string("Point"), "coordinates": coordinates],
     ])
   }
 
@@ -86,37 +87,26 @@ enum Providers {
     "name": .string("CepPromiseError"),
     "message": .string("CEP deve conter exatamente 8 caracteres."),
     "type": .string("validation_error"),
-    "errors": .raw(
-      jsonArray([
-        jsonObject([
-          "message": .string("CEP informado possui mais ou menos do que 8 caracteres."),
-          "service": .string("cep_validation"),
-        ])
-      ])),
+    "errors": [
+      [
+        "message": .string("CEP informado possui mais ou menos do que 8 caracteres."),
+        "service": .string("cep_validation"),
+      ]
+    ],
   ])
 
   private static func serviceError(_ errors: [(String, String)]) -> [UInt8] {
-    let entries = errors.map { message, service in
-      jsonObject([
+    let entries = errors.map { message, service -> JSONValue in
+      [
         "name": .string("ServiceError"), "message": .string(message),
         "service": .string(service),
-      ])
+      ]
     }
     return jsonObject([
       "name": .string("CepPromiseError"),
       "message": .string("Todos os serviços de CEP retornaram erro."),
-      "type": .string("service_error"), "errors": .raw(jsonArray(entries)),
+      "type": .string("service_error"), "errors": .array(entries),
     ])
-  }
-
-  private static func jsonArray(_ items: [[UInt8]]) -> [UInt8] {
-    var out: [UInt8] = [UInt8(ascii: "[")]
-    for (index, item) in items.enumerated() {
-      if index > 0 { out.append(UInt8(ascii: ",")) }
-      out += item
-    }
-    out.append(UInt8(ascii: "]"))
-    return out
   }
 }
 

@@ -116,88 +116,29 @@ struct Response {
   }
 }
 
-/// A JSON value for the hand-written (fast, ordered) JSON writer.
-enum JSONValue {
-  case string(String)
-  case int(Int)
-  case double(Double)
-  case bool(Bool)
-  case null
-  case object(KeyValuePairs<String, JSONValue>)
-  case raw([UInt8])
-}
-
-func appendJSONString(_ text: String, to out: inout [UInt8]) {
-  out.append(34)
-  for byte in text.utf8 {
-    switch byte {
-    case 34: out.append(contentsOf: [92, 34])
-    case 92: out.append(contentsOf: [92, 92])
-    case 10: out.append(contentsOf: [92, 110])
-    case 13: out.append(contentsOf: [92, 114])
-    case 9: out.append(contentsOf: [92, 116])
-    case 0..<32:
-      let hex = Array("0123456789abcdef".utf8)
-      out.append(contentsOf: [92, 117, 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-    default: out.append(byte)
-    }
-  }
-  out.append(34)
-}
-
-func appendJSON(_ value: JSONValue, to out: inout [UInt8]) {
-  switch value {
-  case .string(let text): appendJSONString(text, to: &out)
-  case .int(let number): out.append(contentsOf: String(number).utf8)
-  case .double(let number):
-    out.append(contentsOf: (number.isFinite ? "\(number)" : "null").utf8)
-  case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
-  case .null: out.append(contentsOf: "null".utf8)
-  case .raw(let bytes): out.append(contentsOf: bytes)
-  case .object(let pairs):
-    out.append(UInt8(ascii: "{"))
-    for (index, pair) in pairs.enumerated() {
-      if index > 0 { out.append(UInt8(ascii: ",")) }
-      appendJSONString(pair.key, to: &out)
-      out.append(UInt8(ascii: ":"))
-      appendJSON(pair.value, to: &out)
-    }
-    out.append(UInt8(ascii: "}"))
-  }
-}
-
-func jsonObject(_ pairs: KeyValuePairs<String, JSONValue>) -> [UInt8] {
-  var out: [UInt8] = []
-  out.reserveCapacity(128)
-  appendJSON(.object(pairs), to: &out)
-  return out
-}
+/// `value` as compact JSON bytes (the package's one writer, `CepisSupport.JSONValue`).
+func jsonObject(_ value: JSONValue) -> [UInt8] { value.bytes }
 
 func addressJSON(_ address: MockAddress) -> [UInt8] {
+  var pairs: [(String, JSONValue)] = [
+    ("cep", .string(address.cep)), ("logradouro", .string(address.logradouro)),
+    ("complemento", .string(address.complemento)), ("bairro", .string(address.bairro)),
+    ("localidade", .string(address.localidade)), ("uf", .string(address.uf)),
+    ("ibge", .string(address.ibge)),
+  ]
+  if let point = address.geo {
+    pairs.append(
+      (
+        "geo",
+        [
+          "lat": .double(point.lat), "lon": .double(point.lon), "raio_m": .int(point.raioM),
+          "precisao": .string(point.precisao),
+        ]
+      ))
+  }
   var out: [UInt8] = []
   out.reserveCapacity(320)
-  let geo: JSONValue
-  if let point = address.geo {
-    geo = .object([
-      "lat": .double(point.lat), "lon": .double(point.lon), "raio_m": .int(point.raioM),
-      "precisao": .string(point.precisao),
-    ])
-  } else {
-    geo = .null
-  }
-  appendJSON(
-    .object([
-      "cep": .string(address.cep), "logradouro": .string(address.logradouro),
-      "complemento": .string(address.complemento), "bairro": .string(address.bairro),
-      "localidade": .string(address.localidade), "uf": .string(address.uf),
-      "ibge": .string(address.ibge),
-    ]), to: &out)
-  if address.geo != nil {
-    out.removeLast()
-    out.append(contentsOf: #","geo":"#.utf8)
-    appendJSON(geo, to: &out)
-    out.append(UInt8(ascii: "}"))
-  }
+  JSONValue.object(pairs).append(to: &out)
   return out
 }
 
@@ -266,12 +207,12 @@ extension ServerCore {
         200,
         jsonObject([
           "success": .bool(true),
-          "data": .object([
+          "data": [
             "cpf": .string(person.cpf), "name": .string(person.name),
             "nameUpper": .string(person.nameUpper), "gender": .string(person.gender),
             "birthDate": .string(person.birthDate), "day": .int(person.day),
             "month": .int(person.month), "year": .int(person.year),
-          ]),
+          ],
         ]))
     case .viaCEP(let text):
       return viaCEPAnswer(text, booleanErro: faults.contains(.viaCEPBooleanErro))

@@ -1,4 +1,5 @@
 import Cepis
+import CepisSupport
 import Foundation
 import Testing
 
@@ -22,14 +23,22 @@ struct OutputTests {
     #expect(csvRow(["a", "b,c"]) == "a,\"b,c\"\r\n")
   }
 
-  @Test func jsonEscaping() {
-    #expect(jsonQuoted("a\"b\\c") == "\"a\\\"b\\\\c\"")
-    #expect(jsonQuoted("tab\tnl\n\u{01}") == "\"tab\\tnl\\n\\u0001\"")
-    #expect(jsonQuoted("Praça da Sé") == "\"Praça da Sé\"")
+  @Test func jsonEscaping() throws {
+    func quoted(_ text: String) -> String { JSONValue.string(text).rendered }
+    #expect(quoted("a\"b\\c") == "\"a\\\"b\\\\c\"")
+    #expect(quoted("tab\tnl\n\u{01}") == "\"tab\\tnl\\n\\u0001\"")
+    #expect(quoted("Praça da Sé") == "\"Praça da Sé\"")
+    #expect(quoted("a\u{2028}b\u{2029}\u{2027}") == "\"a\\u2028b\\u2029\u{2027}\"")
     let value = JSONValue.object([
-      ("b", .int(1)), ("a", .array([.bool(true), .null, .double(1.5)])),
+      ("b", .int(1)), ("a", .array([.bool(true), .null, .double(1.5), .double(.nan)])),
     ])
-    #expect(value.rendered == "{\"b\":1,\"a\":[true,null,1.5]}")
+    #expect(value.rendered == "{\"b\":1,\"a\":[true,null,1.5,null]}")
+    // Every escape reads back as the text it was written from.
+    var text = "\u{2028}é\u{7f}\""
+    for scalar in 0..<0x20 { text.unicodeScalars.append(Unicode.Scalar(UInt8(scalar))) }
+    let array = JSONValue.array([.string(text)])
+    let decoded = try JSONSerialization.jsonObject(with: Data(array.bytes)) as? [String]
+    #expect(decoded == [text])
   }
 
   @Test func resultRecordIsStable() {
