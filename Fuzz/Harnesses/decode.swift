@@ -1,6 +1,7 @@
 // Fuzz target: Address and Health decoding, and the batch answer decoder, must either decode
 // or throw — never crash, and never yield an address whose CEP is not 8 digits. The fast reader
-// of cep.is answers must either step aside or agree with JSONDecoder exactly.
+// of cep.is answers must either step aside or agree with JSONDecoder exactly; the packed batch
+// decoder must give what the CSVReader-based one gives, or refuse what it refuses.
 import Foundation
 
 @testable import Cepis
@@ -20,7 +21,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   }
   _ = try? JSONDecoder().decode(Health.self, from: body)
   let chunk = ["01001000", "20040002", "70040010"]
-  if let rows = try? Client.decodeBatchRows(body, chunk: chunk) {
+  let reference = try? Client.decodeBatchRowsWithReader(body, chunk: chunk)
+  precondition((try? Client.decodeBatchRows(body, chunk: chunk)) == reference)
+  if let rows = reference {
     precondition(rows.count == chunk.count)
     for (cep, address) in zip(chunk, rows) {
       if let address { precondition(address.cep == cep && !address.localidade.isEmpty) }

@@ -9,24 +9,53 @@ import Foundation
 /// Two addresses are equal when every field is, ``source`` included: the same street from
 /// cep.is and from ViaCEP are different answers (one has DNE coordinates, the other none).
 public struct Address: Sendable, Hashable, Codable {
+  /// The text fields. A row of a batch answer keeps them packed in one buffer, and a field
+  /// becomes a `String` when it is read (see `AddressText`); that changes nothing a caller
+  /// can see but the cost.
+  var text: AddressText
+
   /// The CEP, 8 digits, never masked (`"01310100"`).
-  public var cep: String
+  public var cep: String {
+    get { text.cep }
+    set { text = .strings(text.unpacked.replacing(nil, with: newValue)) }
+  }
   /// The street, avenue or square (`"Avenida Paulista"`).
-  public var logradouro: String
+  public var logradouro: String {
+    get { text[.logradouro] }
+    set { set(.logradouro, newValue) }
+  }
   /// A complement such as a number range (`"de 612 a 1510 - lado par"`).
-  public var complemento: String
+  public var complemento: String {
+    get { text[.complemento] }
+    set { set(.complemento, newValue) }
+  }
   /// The neighbourhood.
-  public var bairro: String
+  public var bairro: String {
+    get { text[.bairro] }
+    set { set(.bairro, newValue) }
+  }
   /// The town or city.
-  public var localidade: String
+  public var localidade: String {
+    get { text[.localidade] }
+    set { set(.localidade, newValue) }
+  }
   /// The two-letter state code (`"SP"`).
-  public var uf: String
+  public var uf: String {
+    get { text[.uf] }
+    set { set(.uf, newValue) }
+  }
   /// The IBGE code of the municipality (`"3550308"`).
-  public var ibge: String
+  public var ibge: String {
+    get { text[.ibge] }
+    set { set(.ibge, newValue) }
+  }
   /// Coordinates, when the API has them. Always `nil` from ``Client/lookupMany(_:)``: the
   /// batch endpoint does not carry them. From ViaCEP always `nil`; from BrasilAPI, when it
   /// has a point, with an unknown precision (``Geo/isPrecise`` is `false`, ``Geo/raioM`` 0).
-  public var geo: Geo?
+  public var geo: Geo? {
+    get { text.geo }
+    set { text = .strings(text.unpacked.replacing(geo: newValue)) }
+  }
   /// The service that answered: ``AddressSource/cepis`` for every cep.is answer (single and
   /// batch), otherwise the fallback that stepped in.
   public var source: AddressSource
@@ -37,15 +66,34 @@ public struct Address: Sendable, Hashable, Codable {
     localidade: String = "", uf: String = "", ibge: String = "", geo: Geo? = nil,
     source: AddressSource = .cepis
   ) {
-    self.cep = cep
-    self.logradouro = logradouro
-    self.complemento = complemento
-    self.bairro = bairro
-    self.localidade = localidade
-    self.uf = uf
-    self.ibge = ibge
-    self.geo = geo
+    self.text = .strings(
+      AddressStrings(
+        cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
+        localidade: localidade, uf: uf, ibge: ibge, geo: geo))
     self.source = source
+  }
+
+  /// A cep.is batch row: the CEP's number and its packed fields; no coordinates.
+  init(cepNumber: Int, packed: PackedFields) {
+    self.text = .packed(cep: UInt32(cepNumber), fields: packed)
+    self.source = .cepis
+  }
+
+  private mutating func set(_ field: AddressText.Field, _ value: String) {
+    text = .strings(text.unpacked.replacing(field, with: value))
+  }
+
+  /// Two addresses are equal when every field is, ``source`` included.
+  public static func == (lhs: Address, rhs: Address) -> Bool {
+    lhs.source == rhs.source && lhs.text == rhs.text
+  }
+
+  /// Hashes every field, as ``==(_:_:)`` compares them.
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(cep)
+    for field in AddressText.Field.allCases { hasher.combine(text[field]) }
+    hasher.combine(geo)
+    hasher.combine(source)
   }
 
   /// The CEP masked as people write it: `"01310-100"`.
@@ -66,19 +114,20 @@ public struct Address: Sendable, Hashable, Codable {
       throw DecodingError.dataCorrupted(
         .init(codingPath: [AnyKey("cep")], debugDescription: "missing or malformed cep"))
     }
-    self.cep = cep
-    self.logradouro = try container.lenientString("logradouro")
-    self.complemento = try container.lenientString("complemento")
-    self.bairro = try container.lenientString("bairro")
-    self.localidade = try container.lenientString("localidade")
-    self.uf = try container.lenientString("uf")
-    self.ibge = try container.lenientString("ibge")
+    let logradouro = try container.lenientString("logradouro")
+    let complemento = try container.lenientString("complemento")
+    let bairro = try container.lenientString("bairro")
+    let localidade = try container.lenientString("localidade")
+    let uf = try container.lenientString("uf")
+    let ibge = try container.lenientString("ibge")
     let geoKey = AnyKey("geo")
+    var geo: Geo?
     if container.contains(geoKey), try !container.decodeNil(forKey: geoKey) {
-      self.geo = try container.decode(Geo.self, forKey: geoKey)
-    } else {
-      self.geo = nil
+      geo = try container.decode(Geo.self, forKey: geoKey)
     }
+    self.init(
+      cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
+      localidade: localidade, uf: uf, ibge: ibge, geo: geo)
     let sourceKey = AnyKey("source")
     if decoder.userInfo[Self.fromCepisKey] as? Bool == true {
       // An answer of cep.is itself: whatever it may one day send as `source`, it is cep.is.

@@ -92,8 +92,10 @@ extension Client {
     }
   }
 
-  /// The rows of a `/csv` answer in `chunk`'s order: one hash per row, none per field.
-  static func decodeBatchRows(_ body: Data, chunk: [String]) throws -> [Address?] {
+  /// The rows of a `/csv` answer in `chunk`'s order, read with ``CSVReader``: what
+  /// ``decodeBatchRows(_:chunk:)`` falls back to for a body that is not plain CSV, and the
+  /// reference its tests compare it with.
+  static func decodeBatchRowsWithReader(_ body: Data, chunk: [String]) throws -> [Address?] {
     var reader = CSVReader()
     reader.append(body)
     reader.finish()

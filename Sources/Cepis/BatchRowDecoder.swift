@@ -1,0 +1,272 @@
+import Foundation
+
+// The `/csv` answer decoder of the bulk path. One pass over the body's bytes, no `String` per
+// field: each answered row's six fields are copied, unescaped, into one `PackedFields`
+// buffer, and become strings only when a caller reads them. Anything but well-formed UTF-8
+// CSV (a quote never closed, text after a closing quote, invalid UTF-8) is left to the
+// `CSVReader`-based decoder, which says exactly what is wrong; tests and the fuzzer hold the
+// two to the same answers.
+
+extension Client {
+  /// The rows of a `/csv` answer in `chunk`'s order (8-digit CEPs): an address, or `nil` for
+  /// a CEP that does not exist or that no row answered. Each row is keyed by its own `cep`
+  /// column; the first row for a CEP wins; a row for a CEP not asked for is ignored.
+  ///
+  /// - Throws: ``CepisError/invalidResponse(_:)`` without the `cep` and `localidade`
+  ///   columns or for an empty answer; `CSVError` for malformed CSV.
+  static func decodeBatchRows(_ body: Data, chunk: [String]) throws -> [Address?] {
+    let packed = body.withUnsafeBytes { raw in
+      packedBatchRows(raw.bindMemory(to: UInt8.self), chunk: chunk)
+    }
+    switch packed {
+    case .rows(let rows): return rows
+    case .missingColumns:
+      throw CepisError.invalidResponse(
+        "CSV without the cep and localidade columns: \(HTTPResponse.preview(of: body))")
+    case .notPlain: return try decodeBatchRowsWithReader(body, chunk: chunk)
+    }
+  }
+
+  /// What the packed decoder made of a body.
+  enum PackedBatch {
+    /// The answer, in the chunk's order.
+    case rows([Address?])
+    /// A header without `cep` or `localidade`.
+    case missingColumns
+    /// Not plain CSV (or empty): the reader-based decoder decides.
+    case notPlain
+  }
+
+  /// Decodes a `/csv` body straight from its bytes (see the file's header comment).
+  static func packedBatchRows(_ bytes: UnsafeBufferPointer<UInt8>, chunk: [String])
+    -> PackedBatch
+  {
+    guard isValidUTF8(bytes) else { return .notPlain }
+    var index = 0
+    if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { index = 3 }
+    guard index < bytes.count else { return .notPlain }
+
+    // The header: the only strings built here.
+    var header: [String] = []
+    guard
+      let afterHeader = scanCSVRecord(
+        bytes, from: index,
+        { _, span in header.append(String(decoding: span.unescaped(in: bytes), as: UTF8.self)) })
+    else { return .notPlain }
+    index = afterHeader.next
+    let columns = BatchColumns(header: header)
+    guard let cepColumn = columns.cep, columns.localidade != nil else {
+      return .missingColumns
+    }
+    // For each header column, which slot it fills: 0 the CEP, 1...6 the packed fields.
+    var slotOfColumn = [Int](repeating: -1, count: header.count)
+    slotOfColumn[cepColumn] = 0
+    let packedColumns = [
+      columns.logradouro, columns.complemento, columns.bairro, columns.localidade, columns.uf,
+      columns.ibge,
+    ]
+    for (field, column) in packedColumns.enumerated() {
+      if let column { slotOfColumn[column] = field + 1 }
+    }
+
+    var position: [Int: Int] = [:]
+    position.reserveCapacity(chunk.count)
+    for (offset, cep) in chunk.enumerated() {
+      if let number = cepNumber(cep.utf8) { position[number] = offset }
+    }
+    var found = [Address?](repeating: nil, count: chunk.count)
+    var answered = [Bool](repeating: false, count: chunk.count)
+    var spans = [CSVFieldSpan](repeating: CSVFieldSpan(), count: 7)
+    var present = [Bool](repeating: false, count: 7)
+    let columnCount = header.count
+    while index < bytes.count {
+      for slot in 0..<7 { present[slot] = false }
+      guard
+        let record = scanCSVRecord(
+          bytes, from: index,
+          { column, span in
+            guard column < columnCount else { return }
+            let slot = slotOfColumn[column]
+            if slot >= 0 {
+              spans[slot] = span
+              present[slot] = true
+            }
+          })
+      else { return .notPlain }
+      index = record.next
+      guard present[0], !spans[0].escaped,
+        let number = cepNumber(UnsafeBufferPointer(rebasing: bytes[spans[0].start..<spans[0].end])),
+        let slot = position[number], !answered[slot]
+      else { continue }
+      answered[slot] = true
+      let localidade = AddressText.Field.localidade.rawValue + 1
+      guard present[localidade], spans[localidade].end > spans[localidade].start else { continue }
+      found[slot] = Address(cepNumber: number, packed: pack(bytes, spans, present))
+    }
+    return .rows(found)
+  }
+
+  /// Copies the six fields of a row (those present; the others empty), unescaped.
+  private static func pack(
+    _ bytes: UnsafeBufferPointer<UInt8>, _ spans: [CSVFieldSpan], _ present: [Bool]
+  ) -> PackedFields {
+    var total = 0
+    for slot in 1...6 where present[slot] { total += spans[slot].end - spans[slot].start }
+    return PackedFields.make(byteCount: total) { out in
+      var ends = PackedEnds()
+      var written = 0
+      for slot in 1...6 {
+        if present[slot] {
+          let span = spans[slot]
+          if span.escaped {
+            var cursor = span.start
+            while cursor < span.end {
+              out[written] = bytes[cursor]
+              written += 1
+              // A doubled quote inside a quoted field is one quote.
+              cursor += bytes[cursor] == UInt8(ascii: "\"") ? 2 : 1
+            }
+          } else if span.end > span.start {
+            (out + written).initialize(
+              from: bytes.baseAddress! + span.start, count: span.end - span.start)
+            written += span.end - span.start
+          }
+        }
+        ends[slot - 1] = UInt32(written)
+      }
+      return ends
+    }
+  }
+}
+
+/// Where one CSV field's text is: `start..<end` inside its quotes (if any), and whether it
+/// holds doubled quotes to undo.
+struct CSVFieldSpan {
+  var start = 0
+  var end = 0
+  var escaped = false
+
+  /// The field's text: the bytes themselves, or a copy with each doubled quote undone.
+  func unescaped(in bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(end - start)
+    var cursor = start
+    while cursor < end {
+      out.append(bytes[cursor])
+      cursor += escaped && bytes[cursor] == UInt8(ascii: "\"") ? 2 : 1
+    }
+    return out
+  }
+}
+
+/// Scans the comma-separated record that starts at `start` (RFC 4180 as `CSVReader` reads
+/// it: a field is quoted only when its first byte is a quote; LF, CRLF or a lone CR ends a
+/// record), calling `field` with each field's index and span. Returns where the next record
+/// starts, or `nil` for a quote never closed or a byte after a closing quote.
+func scanCSVRecord(
+  _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, _ field: (Int, CSVFieldSpan) -> Void
+) -> (next: Int, fields: Int)? {
+  let quote = UInt8(ascii: "\"")
+  let comma = UInt8(ascii: ",")
+  let lineFeed = UInt8(ascii: "\n")
+  let carriageReturn = UInt8(ascii: "\r")
+  let end = bytes.count
+  var index = start
+  var count = 0
+  while true {
+    var span = CSVFieldSpan()
+    if index < end && bytes[index] == quote {
+      var cursor = index + 1
+      span.start = cursor
+      while true {
+        guard cursor < end else { return nil }
+        if bytes[cursor] == quote {
+          if cursor + 1 < end && bytes[cursor + 1] == quote {
+            span.escaped = true
+            cursor += 2
+            continue
+          }
+          break
+        }
+        cursor += 1
+      }
+      span.end = cursor
+      index = cursor + 1
+      if index < end {
+        let byte = bytes[index]
+        if byte != comma && byte != lineFeed && byte != carriageReturn { return nil }
+      }
+    } else {
+      var cursor = index
+      while cursor < end {
+        let byte = bytes[cursor]
+        if byte == comma || byte == lineFeed || byte == carriageReturn { break }
+        cursor += 1
+      }
+      span.start = index
+      span.end = cursor
+      index = cursor
+    }
+    field(count, span)
+    count += 1
+    if index < end && bytes[index] == comma {
+      index += 1
+      continue
+    }
+    // A line end, or the end of the input.
+    if index < end {
+      if bytes[index] == carriageReturn && index + 1 < end && bytes[index + 1] == lineFeed {
+        index += 2
+      } else {
+        index += 1
+      }
+    }
+    return (index, count)
+  }
+}
+
+/// Whether `bytes` are well-formed UTF-8 (no overlong forms, surrogates or values past
+/// U+10FFFF), ASCII eight bytes at a time.
+func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+  guard let base = bytes.baseAddress else { return true }
+  let count = bytes.count
+  var index = 0
+  while index < count {
+    if index + 8 <= count {
+      let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+      if word & 0x8080_8080_8080_8080 == 0 {
+        index += 8
+        continue
+      }
+    }
+    let lead = base[index]
+    if lead < 0x80 {
+      index += 1
+      continue
+    }
+    func continuation(_ offset: Int) -> UInt8? {
+      guard index + offset < count else { return nil }
+      let byte = base[index + offset]
+      return byte & 0xC0 == 0x80 ? byte : nil
+    }
+    switch lead {
+    case 0xC2...0xDF:
+      guard continuation(1) != nil else { return false }
+      index += 2
+    case 0xE0...0xEF:
+      guard let second = continuation(1), continuation(2) != nil else { return false }
+      if lead == 0xE0 && second < 0xA0 { return false }  // overlong
+      if lead == 0xED && second >= 0xA0 { return false }  // a surrogate
+      index += 3
+    case 0xF0...0xF4:
+      guard let second = continuation(1), continuation(2) != nil, continuation(3) != nil
+      else { return false }
+      if lead == 0xF0 && second < 0x90 { return false }  // overlong
+      if lead == 0xF4 && second >= 0x90 { return false }  // past U+10FFFF
+      index += 4
+    default:
+      return false
+    }
+  }
+  return true
+}

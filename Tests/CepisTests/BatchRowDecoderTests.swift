@@ -1,0 +1,196 @@
+import BrazilianDocuments
+import Foundation
+import Testing
+
+@testable import Cepis
+
+/// The packed `/csv` decoder against the `CSVReader`-based one, its reference: for every body
+/// both give the same addresses, or both refuse it. Bodies are drawn from a seeded generator
+/// that mixes cep.is's own shape with everything a server or a proxy could send instead.
+@Suite("batch answers: the packed decoder agrees with the CSVReader reference")
+struct BatchRowDecoderTests {
+  /// Bodies per run; `CEPIS_BATCH_DECODER_BODIES` raises it.
+  static let bodies =
+    ProcessInfo.processInfo.environment["CEPIS_BATCH_DECODER_BODIES"]
+    .flatMap(Int.init) ?? 20_000
+
+  static let chunk = (0..<12).map { cepString(1_000_000 + $0 * 7) }
+
+  /// One body: a header in some column order, then rows for asked and unasked CEPs.
+  static func body(_ random: inout SplitMix64) -> [UInt8] {
+    func draw(_ limit: Int) -> Int { Int(random.next() % UInt64(limit)) }
+    let pieces = [
+      "Rua A", "", "de 501 ao fim, lado par", "Bloco \"A\"", "São Paulo", "SP", "3550308",
+      "linha\nquebrada", "Praça da Sé", "ç", "x\r\ny", " ", "\"", "日本", "🇧🇷",
+    ]
+    var names = ["cep", "logradouro", "complemento", "bairro", "localidade", "uf", "ibge"]
+    if draw(4) == 0 { names.shuffle(using: &random) }
+    if draw(10) == 0 { names.append("extra") }
+    if draw(20) == 0 { names.removeAll { $0 == ["cep", "localidade", "uf"][draw(3)] } }
+    if draw(20) == 0 { names.append("cep") }
+    if draw(15) == 0 { names[0] = " CEP " }
+    let lineEnd = ["\n", "\r\n", "\r"][draw(3)]
+    func field(_ text: String) -> String {
+      let quoted = text.contains(where: { ",\"\r\n".contains($0) }) || draw(8) == 0
+      return quoted ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
+    }
+    var text = draw(10) == 0 ? "\u{FEFF}" : ""
+    text += names.map(field).joined(separator: ",") + lineEnd
+    for _ in 0..<draw(16) {
+      var row: [String] = []
+      for name in names {
+        switch name.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "cep":
+          let cep = draw(6) == 0 ? cepString(draw(100_000_000)) : chunk[draw(chunk.count)]
+          row.append(draw(5) == 0 ? String(cep.prefix(5)) + "-" + cep.suffix(3) : cep)
+        case "localidade": row.append(draw(5) == 0 ? "" : pieces[draw(pieces.count)])
+        default: row.append(pieces[draw(pieces.count)])
+        }
+      }
+      if draw(15) == 0 { row.removeLast(draw(row.count + 1)) }
+      if draw(15) == 0 { row.append("more") }
+      text += row.map(field).joined(separator: ",") + lineEnd
+    }
+    if draw(4) == 0 { text += lineEnd }
+    var bytes = Array(text.utf8)
+    // Damage: a quote left open, text after a closing quote, bytes that are not UTF-8, a cut.
+    switch draw(12) {
+    case 0 where !bytes.isEmpty: bytes.insert(UInt8(ascii: "\""), at: draw(bytes.count))
+    case 1 where !bytes.isEmpty:
+      bytes.insert([0xFF, 0xC0, 0xED, 0xE0, 0x80][draw(5)], at: draw(bytes.count))
+    case 2: bytes = Array(bytes.prefix(draw(bytes.count + 1)))
+    case 3 where !bytes.isEmpty: bytes[draw(bytes.count)] = UInt8(truncatingIfNeeded: draw(256))
+    default: break
+    }
+    return bytes
+  }
+
+  enum Outcome: Equatable {
+    case rows([Address?])
+    case refused
+  }
+
+  static func outcome(_ decode: () throws -> [Address?]) -> Outcome {
+    (try? decode()).map(Outcome.rows) ?? .refused
+  }
+
+  /// What a seeded run found: the first disagreement, and how many bodies went which way.
+  struct Run: Sendable {
+    var disagreement: String?
+    var packed = 0
+    var accepted = 0
+  }
+
+  static func compare(bodies: Int) -> Run {
+    var random = SplitMix64(state: 0xC5C0_5EED)
+    var run = Run()
+    for round in 0..<bodies {
+      let bytes = body(&random)
+      let data = Data(bytes)
+      let reference = outcome { try Client.decodeBatchRowsWithReader(data, chunk: chunk) }
+      let decoded = outcome { try Client.decodeBatchRows(data, chunk: chunk) }
+      let text = String(decoding: bytes, as: UTF8.self)
+      guard decoded == reference else {
+        run.disagreement = "body \(round) decodes differently: \(text.debugDescription)"
+        return run
+      }
+      if case .rows = reference { run.accepted += 1 }
+      let path = bytes.withUnsafeBufferPointer { Client.packedBatchRows($0, chunk: chunk) }
+      guard case .rows(let rows) = path else { continue }
+      run.packed += 1
+      guard Outcome.rows(rows) == reference else {
+        run.disagreement = "body \(round): packed rows differ: \(text.debugDescription)"
+        return run
+      }
+      // Every answer of the packed path is packed, and keyed by its own CEP.
+      for (cep, address) in zip(chunk, rows) {
+        guard let address else { continue }
+        if case .strings = address.text { run.disagreement = "body \(round): unpacked answer" }
+        if address.cep != cep || address.localidade.isEmpty {
+          run.disagreement = "body \(round): \(address) answers \(cep)"
+        }
+        if run.disagreement != nil { return run }
+      }
+    }
+    return run
+  }
+
+  @Test("seeded bodies: the same answers or the same refusal, and the packed path does the work")
+  func agreesWithReference() async {
+    let bodies = Self.bodies
+    let run = await runOffThePool { Self.compare(bodies: bodies) }
+    #expect(run.disagreement == nil)
+    // Most bodies are well formed, and those go through the packed path.
+    #expect(run.packed > bodies / 2)
+    #expect(run.packed <= run.accepted)
+  }
+
+  @Test("the UTF-8 check agrees with the standard library's on seeded byte strings")
+  func utf8Validation() async {
+    let mismatch = await runOffThePool { () -> [UInt8]? in
+      var random = SplitMix64(state: 0x0F8)
+      let interesting: [UInt8] = [
+        0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4,
+        0xF5, 0xFF, 0x9F, 0xA0, 0x8F, 0x90,
+      ]
+      for _ in 0..<200_000 {
+        var bytes: [UInt8] = []
+        for _ in 0..<Int(random.next() % 14) {
+          let pick = random.next()
+          bytes.append(
+            pick % 3 == 0
+              ? UInt8(truncatingIfNeeded: pick >> 8)
+              : interesting[Int((pick >> 8) % UInt64(interesting.count))])
+        }
+        let expected = String(validating: bytes, as: UTF8.self) != nil
+        if bytes.withUnsafeBufferPointer(isValidUTF8) != expected { return bytes }
+      }
+      return nil
+    }
+    #expect(mismatch == nil)
+  }
+
+  static let sample = #"""
+    cep,logradouro,complemento,bairro,localidade,uf,ibge
+    01001000,Praça da Sé,"de 501 ao fim, lado ""par""",Sé,São Paulo,SP,3550308
+
+    """#
+
+  @Test("a packed address reads, compares, hashes, encodes and changes like a built one")
+  func packedAddressBehaves() throws {
+    let found = try Client.decodeBatchRows(Data(Self.sample.utf8), chunk: ["01001000"])
+    let packed = try #require(found[0])
+    if case .strings = packed.text { Issue.record("the sample should decode packed") }
+    let built = Address(
+      cep: "01001000", logradouro: "Praça da Sé", complemento: "de 501 ao fim, lado \"par\"",
+      bairro: "Sé", localidade: "São Paulo", uf: "SP", ibge: "3550308")
+    #expect(packed == built && built == packed)
+    #expect(packed.hashValue == built.hashValue)
+    #expect(Set([packed, built]).count == 1)
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    let encoded = try encoder.encode(packed)
+    #expect(try JSONDecoder().decode(Address.self, from: encoded) == built)
+    #expect(encoded == (try encoder.encode(built)))
+
+    var changed = packed
+    changed.bairro = "Centro"
+    #expect(changed.bairro == "Centro" && packed.bairro == "Sé")
+    #expect(changed.logradouro == "Praça da Sé" && changed.cep == "01001000")
+    #expect(changed != packed)
+    changed.bairro = "Sé"
+    #expect(changed == packed)
+    var other = packed
+    other.cep = "01001001"
+    #expect(other.cep == "01001001" && other != packed && packed.cep == "01001000")
+    #expect(packed.formattedCEP == "01001-000" && packed.geo == nil && packed.source == .cepis)
+    var located = packed
+    located.geo = Geo(lat: -23.55, lon: -46.63, raioM: 30, precisao: "logradouro")
+    #expect(located.geo?.raioM == 30 && located != packed && packed.geo == nil)
+    #expect(located.logradouro == packed.logradouro && located.complemento == packed.complemento)
+    located.geo = nil
+    #expect(located == packed)
+    // What a million-answer array costs per slot: three words, whatever the fields hold.
+    #expect(MemoryLayout<Address?>.stride <= 24)
+  }
+}
