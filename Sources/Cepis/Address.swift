@@ -6,8 +6,9 @@ import Foundation
 /// covers a whole town has no `logradouro`), never `nil`. ``source`` says which service
 /// answered: cep.is, or a public fallback (``Fallback``) when cep.is could not.
 ///
-/// Two addresses are equal when every field is, ``source`` included: the same street from
-/// cep.is and from ViaCEP are different answers (one has DNE coordinates, the other none).
+/// Two addresses are equal when every field is, ``source`` and ``staleEdition`` included: the
+/// same street from cep.is and from ViaCEP are different answers (one has DNE coordinates, the
+/// other none), and so are a current answer and one kept from an older edition.
 public struct Address: Sendable, Hashable, Codable {
   /// The CEP, 8 digits, never masked (`"01310100"`).
   public var cep: String
@@ -30,12 +31,19 @@ public struct Address: Sendable, Hashable, Codable {
   /// The service that answered: ``AddressSource/cepis`` for every cep.is answer (single and
   /// batch), otherwise the fallback that stepped in.
   public var source: AddressSource
+  /// The DNE edition of an answer served from an ``AddressCache`` because cep.is and every
+  /// fallback failed, when that edition is not the one cep.is is known to serve now (or no
+  /// edition is known); `nil` for every answer that is current, the normal case.
+  ///
+  /// A stale address was true in the edition it names: the Correios may have changed it
+  /// since (a street renamed, a CEP split). Encoded as `stale_edition` only when present.
+  public var staleEdition: String?
 
   /// Creates an address.
   public init(
     cep: String, logradouro: String = "", complemento: String = "", bairro: String = "",
     localidade: String = "", uf: String = "", ibge: String = "", geo: Geo? = nil,
-    source: AddressSource = .cepis
+    source: AddressSource = .cepis, staleEdition: String? = nil
   ) {
     self.cep = cep
     self.logradouro = logradouro
@@ -46,6 +54,7 @@ public struct Address: Sendable, Hashable, Codable {
     self.ibge = ibge
     self.geo = geo
     self.source = source
+    self.staleEdition = staleEdition
   }
 
   /// The CEP masked as people write it: `"01310-100"`.
@@ -88,6 +97,14 @@ public struct Address: Sendable, Hashable, Codable {
     } else {
       self.source = .cepis
     }
+    let staleKey = AnyKey("stale_edition")
+    if decoder.userInfo[Self.fromCepisKey] as? Bool != true, container.contains(staleKey),
+      try !container.decodeNil(forKey: staleKey)
+    {
+      self.staleEdition = try container.lenientString("stale_edition")
+    } else {
+      self.staleEdition = nil
+    }
   }
 
   /// The decoder `userInfo` key that marks a body as cep.is's own answer.
@@ -110,6 +127,7 @@ public struct Address: Sendable, Hashable, Codable {
     try container.encode(ibge, forKey: AnyKey("ibge"))
     try container.encodeIfPresent(geo, forKey: AnyKey("geo"))
     try container.encode(source, forKey: AnyKey("source"))
+    try container.encodeIfPresent(staleEdition, forKey: AnyKey("stale_edition"))
   }
 }
 
