@@ -390,16 +390,21 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     }
   }
 
-  /// Sets the connection up and checks the file is ours; returns why it must be moved aside,
-  /// or `nil` when it is fine (creating the schema in an empty file).
+  /// Checks the file is ours — before changing anything in it, so that a file moved aside
+  /// keeps its bytes — creating the schema in an empty file, then sets the connection up;
+  /// returns why the file must be moved aside, or `nil` when it is fine.
   private func prepare(_ db: SQLiteConnection) throws -> String? {
-    // Only effective before the first table exists: lets the file shrink after evictions.
-    try db.run("PRAGMA auto_vacuum = INCREMENTAL")
-    try db.run("PRAGMA journal_mode = WAL")
-    try db.run("PRAGMA synchronous = NORMAL")
-    try db.run("PRAGMA journal_size_limit = 4194304")
     var version = try db.integer("PRAGMA user_version")
+    if version > Self.schemaVersion {
+      return "its schema (version \(version)) is newer than this Cepis reads (\(Self.schemaVersion))"
+    }
     if version == 0 {
+      guard try db.integer("SELECT count(*) FROM sqlite_master") == 0 else {
+        return "it is not a Cepis cache"
+      }
+      // Only effective before the first table exists: lets the file shrink after evictions.
+      try db.run("PRAGMA auto_vacuum = INCREMENTAL")
+      try db.run("PRAGMA journal_mode = WAL")
       try writeTransaction(db) {
         // Another process may have created it meanwhile.
         version = try db.integer("PRAGMA user_version")
@@ -408,9 +413,6 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         for sql in Self.schemaSQL { try db.run(sql) }
         version = Self.schemaVersion
       }
-    }
-    if version > Self.schemaVersion {
-      return "its schema (version \(version)) is newer than this Cepis reads (\(Self.schemaVersion))"
     }
     let marker: String?
     do {
@@ -421,6 +423,9 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     guard version == Self.schemaVersion, marker == Self.schemaMarker else {
       return "it is not a Cepis cache"
     }
+    try db.run("PRAGMA journal_mode = WAL")
+    try db.run("PRAGMA synchronous = NORMAL")
+    try db.run("PRAGMA journal_size_limit = 4194304")
     for suffix in ["-wal", "-shm"] { _ = chmod(url.path + suffix, 0o600) }
     return nil
   }

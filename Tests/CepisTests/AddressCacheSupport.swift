@@ -83,3 +83,11 @@ func permissions(_ path: String) throws -> Int {
   let attributes = try FileManager.default.attributesOfItem(atPath: path)
   return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
 }
+
+/// A file store at `url` that ignores warnings; fails the test where SQLite is missing.
+func openStore(_ url: URL, maxBytes: Int = 1 << 20) throws -> SQLiteCacheStore {
+  guard let library = SQLiteLibrary.shared else {
+    throw CepisError.invalidResponse("SQLite cannot be loaded: \(SQLiteLibrary.loadFailure ?? "")")
+  }
+  return SQLiteCacheStore(url: url, maxBytes: maxBytes, library: library, warn: { _ in })
+}
