@@ -228,7 +228,9 @@ public final class AddressCache: Sendable {
       let task = Task<String?, Never> { [self] in
         let health = try? await client.health()
         let checkedAt = now()
-        let learnt = health.flatMap { $0.dne.isEmpty ? nil : EditionMark(edition: $0.dne, checkedAt: checkedAt) }
+        let learnt = health.flatMap {
+          $0.dne.isEmpty ? nil : EditionMark(edition: $0.dne, checkedAt: checkedAt)
+        }
         if let learnt {
           _ = await perform("record the edition") { try $0.setEditionMark(learnt) }
         }

@@ -22,8 +22,7 @@ package struct CacheEntry: Sendable, Hashable {
   package var kind: CacheEntryKind
 
   /// Creates an entry.
-  package init(cep: Int, address: Address?, edition: String, storedAt: Date, kind: CacheEntryKind)
-  {
+  package init(cep: Int, address: Address?, edition: String, storedAt: Date, kind: CacheEntryKind) {
     self.cep = cep
     self.address = address
     self.edition = edition

@@ -99,6 +99,8 @@ public struct Client: Sendable {
   ///   - hedgeAfter: seconds after which, cep.is not having answered yet, the first fallback
   ///     is asked in parallel and the first definitive answer wins; `nil` (or NaN) for no
   ///     hedging. Negative values count as 0.
+  ///   - cache: where ``lookup(_:)`` keeps cep.is's answers, tied to the DNE edition (see
+  ///     ``AddressCache``); `nil`, the default, for none.
   public init(
     baseURL: URL = Client.defaultBaseURL,
     timeout: TimeInterval = 10,
@@ -110,13 +112,14 @@ public struct Client: Sendable {
     transport: Transport = .default,
     retryBudget: RetryBudget? = .standard,
     fallbacks: [Fallback] = [],
-    hedgeAfter: TimeInterval? = nil
+    hedgeAfter: TimeInterval? = nil,
+    cache: AddressCache? = nil
   ) {
     self.init(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
       backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
       transport: transport, retryBudget: retryBudget, fallbacks: fallbacks,
-      hedgeAfter: hedgeAfter, environment: .live)
+      hedgeAfter: hedgeAfter, cache: cache, environment: .live)
   }
 
   /// Creates a client on a `URLSession` transport made from `session`'s configuration: the

@@ -185,7 +185,8 @@ final class SQLiteConnection {
     let status = library.open(path, &db, flags, nil)
     handle = db
     guard status == SQLiteCode.ok, db != nil else {
-      let message = db.flatMap { library.errorMessage($0) }.map { String(cString: $0) } ?? "cannot open"
+      let message =
+        db.flatMap { library.errorMessage($0) }.map { String(cString: $0) } ?? "cannot open"
       _ = library.close(db)
       handle = nil
       throw SQLiteError(code: status & 0xFF, message: message)

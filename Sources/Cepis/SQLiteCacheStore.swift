@@ -140,7 +140,11 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
       var checkedAt: Double?
       try db.run("SELECT key, value FROM meta WHERE key IN ('edition', 'edition_checked_at')") {
         row in
-        if row.text(0) == "edition" { edition = row.text(1) } else { checkedAt = Double(row.text(1)) }
+        if row.text(0) == "edition" {
+          edition = row.text(1)
+        } else {
+          checkedAt = Double(row.text(1))
+        }
       }
       guard let edition, let checkedAt else { return nil }
       return EditionMark(edition: edition, checkedAt: Date(timeIntervalSince1970: checkedAt))
@@ -396,7 +400,8 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   private func prepare(_ db: SQLiteConnection) throws -> String? {
     var version = try db.integer("PRAGMA user_version")
     if version > Self.schemaVersion {
-      return "its schema (version \(version)) is newer than this Cepis reads (\(Self.schemaVersion))"
+      return
+        "its schema (version \(version)) is newer than this Cepis reads (\(Self.schemaVersion))"
     }
     if version == 0 {
       guard try db.integer("SELECT count(*) FROM sqlite_master") == 0 else {

@@ -68,7 +68,10 @@ struct AddressCacheFileTests {
         #expect(heard.withLock { $0 } == cache.warnings)
         #expect(cache.warnings.first?.contains("moved aside") == true)
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
-        let aside = try #require(names.first { $0.hasPrefix("cache.sqlite.corrupt-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") })
+        let aside = try #require(
+          names.first {
+            $0.hasPrefix("cache.sqlite.corrupt-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm")
+          })
         // The user's bytes are kept, not destroyed.
         #expect(try Data(contentsOf: folder.appendingPathComponent(aside)) == original)
         #expect(await cache.statistics()?.entriesPerEdition == ["2026-11": 1])
@@ -135,7 +138,8 @@ struct AddressCacheFileTests {
       #expect(firstChunk.count == 100)
       // The second chunk, never read again, was among the first evicted.
       #expect(try store.entries(for: Array(10_100..<10_200), now: now).isEmpty)
-      let latest = try store.entries(for: Array(10_000 + written - 100..<10_000 + written), now: now)
+      let latest = try store.entries(
+        for: Array(10_000 + written - 100..<10_000 + written), now: now)
       #expect(latest.count == 100)
       store.close()
     }
