@@ -75,6 +75,10 @@ let package = Package(
       ],
       path: "Benchmarks/CepisBench"
     ),
+    // Not a product: the child process of the cache's multi-process and kill -9 tests, which
+    // find it next to the test bundle (CepisTests depends on it so that `swift test` builds it).
+    .executableTarget(
+      name: "CepisCacheStress", dependencies: ["Cepis"], path: "Tests/CepisCacheStress"),
     // The transport conformance suite runs against CepisMock over real sockets.
     .testTarget(
       name: "CepisHTTPTests",
@@ -83,6 +87,7 @@ let package = Package(
       name: "CepisTests",
       dependencies: [
         "Cepis", "CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments", asyncHTTPClient,
+        "CepisCacheStress",
       ]),
     .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),
     .testTarget(

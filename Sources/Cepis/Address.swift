@@ -6,8 +6,9 @@ import Foundation
 /// covers a whole town has no `logradouro`), never `nil`. ``source`` says which service
 /// answered: cep.is, or a public fallback (``Fallback``) when cep.is could not.
 ///
-/// Two addresses are equal when every field is, ``source`` included: the same street from
-/// cep.is and from ViaCEP are different answers (one has DNE coordinates, the other none).
+/// Two addresses are equal when every field is, ``source`` and ``staleEdition`` included: the
+/// same street from cep.is and from ViaCEP are different answers (one has DNE coordinates, the
+/// other none), and so are a current answer and one kept from an older edition.
 public struct Address: Sendable, Hashable, Codable {
   /// The text fields. A row of a batch answer keeps them packed in one buffer, and a field
   /// becomes a `String` when it is read (see `AddressText`); that changes nothing a caller
@@ -59,17 +60,27 @@ public struct Address: Sendable, Hashable, Codable {
   /// The service that answered: ``AddressSource/cepis`` for every cep.is answer (single and
   /// batch), otherwise the fallback that stepped in.
   public var source: AddressSource
+  /// The DNE edition of an answer served from an ``AddressCache`` because cep.is and every
+  /// fallback failed, when that edition is not the one cep.is is known to serve now (or no
+  /// edition is known); `nil` for every answer that is current, the normal case.
+  ///
+  /// A stale address was true in the edition it names: the Correios may have changed it
+  /// since (a street renamed, a CEP split). Encoded as `stale_edition` only when present.
+  public var staleEdition: String? {
+    get { text.staleEdition }
+    set { text = .strings(text.unpacked.replacing(staleEdition: newValue)) }
+  }
 
   /// Creates an address.
   public init(
     cep: String, logradouro: String = "", complemento: String = "", bairro: String = "",
     localidade: String = "", uf: String = "", ibge: String = "", geo: Geo? = nil,
-    source: AddressSource = .cepis
+    source: AddressSource = .cepis, staleEdition: String? = nil
   ) {
     self.text = .strings(
       AddressStrings(
         cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
-        localidade: localidade, uf: uf, ibge: ibge, geo: geo))
+        localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition))
     self.source = source
   }
 
@@ -93,6 +104,7 @@ public struct Address: Sendable, Hashable, Codable {
     hasher.combine(cep)
     for field in AddressText.Field.allCases { hasher.combine(text[field]) }
     hasher.combine(geo)
+    hasher.combine(staleEdition)
     hasher.combine(source)
   }
 
@@ -125,18 +137,22 @@ public struct Address: Sendable, Hashable, Codable {
     if container.contains(geoKey), try !container.decodeNil(forKey: geoKey) {
       geo = try container.decode(Geo.self, forKey: geoKey)
     }
+    let fromCepis = decoder.userInfo[Self.fromCepisKey] as? Bool == true
+    let sourceKey = AnyKey("source")
+    var source = AddressSource.cepis
+    // An answer of cep.is itself: whatever it may one day send as `source`, it is cep.is.
+    if !fromCepis, container.contains(sourceKey), try !container.decodeNil(forKey: sourceKey) {
+      source = try container.decode(AddressSource.self, forKey: sourceKey)
+    }
+    let staleKey = AnyKey("stale_edition")
+    var staleEdition: String?
+    if !fromCepis, container.contains(staleKey), try !container.decodeNil(forKey: staleKey) {
+      staleEdition = try container.lenientString("stale_edition")
+    }
     self.init(
       cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
-      localidade: localidade, uf: uf, ibge: ibge, geo: geo)
-    let sourceKey = AnyKey("source")
-    if decoder.userInfo[Self.fromCepisKey] as? Bool == true {
-      // An answer of cep.is itself: whatever it may one day send as `source`, it is cep.is.
-      self.source = .cepis
-    } else if container.contains(sourceKey), try !container.decodeNil(forKey: sourceKey) {
-      self.source = try container.decode(AddressSource.self, forKey: sourceKey)
-    } else {
-      self.source = .cepis
-    }
+      localidade: localidade, uf: uf, ibge: ibge, geo: geo, source: source,
+      staleEdition: staleEdition)
   }
 
   /// The decoder `userInfo` key that marks a body as cep.is's own answer.
@@ -159,6 +175,7 @@ public struct Address: Sendable, Hashable, Codable {
     try container.encode(ibge, forKey: AnyKey("ibge"))
     try container.encodeIfPresent(geo, forKey: AnyKey("geo"))
     try container.encode(source, forKey: AnyKey("source"))
+    try container.encodeIfPresent(staleEdition, forKey: AnyKey("stale_edition"))
   }
 }
 

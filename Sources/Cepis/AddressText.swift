@@ -40,6 +40,14 @@ enum AddressText: Sendable {
     }
   }
 
+  /// The edition of an answer kept from an older one: a batch row is always current.
+  var staleEdition: String? {
+    switch self {
+    case .strings(let strings): return strings.staleEdition
+    case .packed: return nil
+    }
+  }
+
   /// The same text as strings, for a change to one field.
   var unpacked: AddressStrings {
     switch self {
@@ -48,7 +56,7 @@ enum AddressText: Sendable {
       return AddressStrings(
         cep: cep, logradouro: self[.logradouro], complemento: self[.complemento],
         bairro: self[.bairro], localidade: self[.localidade], uf: self[.uf], ibge: self[.ibge],
-        geo: nil)
+        geo: nil, staleEdition: nil)
     }
   }
 
@@ -62,13 +70,16 @@ enum AddressText: Sendable {
     {
       return true
     }
-    guard lhs.cep == rhs.cep, lhs.geo == rhs.geo else { return false }
+    guard lhs.cep == rhs.cep, lhs.geo == rhs.geo, lhs.staleEdition == rhs.staleEdition else {
+      return false
+    }
     return Field.allCases.allSatisfy { lhs[$0] == rhs[$0] }
   }
 }
 
-/// The seven strings of an address and its coordinates, immutable: a change makes a new box.
-/// (The coordinates live here, not in `Address`, so that an address is three words wide.)
+/// The seven strings of an address, its coordinates and its stale edition, immutable: a change
+/// makes a new box. (The last two live here, not in `Address`, so that an address is three
+/// words wide.)
 final class AddressStrings: Sendable {
   let cep: String
   let logradouro: String
@@ -78,10 +89,11 @@ final class AddressStrings: Sendable {
   let uf: String
   let ibge: String
   let geo: Geo?
+  let staleEdition: String?
 
   init(
     cep: String, logradouro: String, complemento: String, bairro: String, localidade: String,
-    uf: String, ibge: String, geo: Geo?
+    uf: String, ibge: String, geo: Geo?, staleEdition: String?
   ) {
     self.cep = cep
     self.logradouro = logradouro
@@ -91,6 +103,7 @@ final class AddressStrings: Sendable {
     self.uf = uf
     self.ibge = ibge
     self.geo = geo
+    self.staleEdition = staleEdition
   }
 
   subscript(field: AddressText.Field) -> String {
@@ -108,7 +121,14 @@ final class AddressStrings: Sendable {
   func replacing(geo: Geo?) -> AddressStrings {
     AddressStrings(
       cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
-      localidade: localidade, uf: uf, ibge: ibge, geo: geo)
+      localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition)
+  }
+
+  /// A copy with another stale edition.
+  func replacing(staleEdition: String?) -> AddressStrings {
+    AddressStrings(
+      cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
+      localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition)
   }
 
   /// A copy with one field replaced (`nil`: the CEP).
@@ -120,7 +140,7 @@ final class AddressStrings: Sendable {
       bairro: field == .bairro ? value : bairro,
       localidade: field == .localidade ? value : localidade,
       uf: field == .uf ? value : uf,
-      ibge: field == .ibge ? value : ibge, geo: geo)
+      ibge: field == .ibge ? value : ibge, geo: geo, staleEdition: staleEdition)
   }
 }
 

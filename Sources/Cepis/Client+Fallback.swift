@@ -27,16 +27,33 @@ private enum LookupEvent: Sendable {
   case fallback(FallbackOutcome)
 }
 
+/// How the network ended a single lookup that did not fail.
+enum NetworkAnswer: Sendable {
+  /// An address (from cep.is or a fallback: see ``Address/source``).
+  case found(Address)
+  /// "Does not exist", said by cep.is itself or by a fallback.
+  case notFound(fromCepis: Bool)
+}
+
 extension Client {
+  /// ``answerWithFallbacks(_:)`` with "does not exist" thrown as
+  /// ``CepisError/cepNotFound(_:)``.
+  func lookupWithFallbacks(_ digits: String) async throws -> Address {
+    switch try await answerWithFallbacks(digits) {
+    case .found(let address): return address
+    case .notFound: throw CepisError.cepNotFound(digits)
+    }
+  }
+
   /// ``lookup(_:)`` with ``fallbacks``: cep.is first; fallbacks in order, one attempt each,
   /// when cep.is ends without an answer; the first fallback early when ``hedgeAfter`` passes
   /// first. Every request still in flight when a definitive answer arrives is cancelled (the
   /// task group cancels its child, whose transport abandons the request and so closes the
   /// connection).
-  func lookupWithFallbacks(_ digits: String) async throws -> Address {
+  func answerWithFallbacks(_ digits: String) async throws -> NetworkAnswer {
     let deadline = totalTimeout.map { monotonicSeconds() + $0 }
     let fallbacks = self.fallbacks
-    return try await withThrowingTaskGroup(of: LookupEvent.self) { group in
+    return try await withThrowingTaskGroup(of: LookupEvent.self) { group -> NetworkAnswer in
       group.addTask {
         do {
           return .cepis(.success(try await lookupAtCepis(digits)))
@@ -80,8 +97,12 @@ extension Client {
         switch event {
         case .cepis(.success(let address)):
           group.cancelAll()
-          return address
+          return .found(address)
         case .cepis(.failure(let error)):
+          if case .cepNotFound? = error as? CepisError {
+            group.cancelAll()
+            return .notFound(fromCepis: true)
+          }
           guard let failure = error as? CepisError, failure.allowsFallback else {
             group.cancelAll()
             throw error
@@ -101,10 +122,10 @@ extension Client {
           switch outcome {
           case .found(let address):
             group.cancelAll()
-            return address
+            return .found(address)
           case .notFound:
             group.cancelAll()
-            throw CepisError.cepNotFound(digits)
+            return .notFound(fromCepis: false)
           case .failed:
             // While cep.is is still trying, wait for it; once it has failed, go on.
             if let cepisFailure, !startNextFallback() {

@@ -67,6 +67,9 @@ public struct Client: Sendable {
   /// in seconds; `nil` (the default) asks fallbacks only once cep.is has failed. Ignored
   /// without ``fallbacks``.
   public let hedgeAfter: TimeInterval?
+  /// The cache ``lookup(_:)`` answers from and stores into (see ``AddressCache``); `nil`, the
+  /// default, for none.
+  public let cache: AddressCache?
 
   let core: HTTPClientCore
   /// The headers of every request to cep.is, built once.
@@ -96,6 +99,8 @@ public struct Client: Sendable {
   ///   - hedgeAfter: seconds after which, cep.is not having answered yet, the first fallback
   ///     is asked in parallel and the first definitive answer wins; `nil` (or NaN) for no
   ///     hedging. Negative values count as 0.
+  ///   - cache: where ``lookup(_:)`` keeps cep.is's answers, tied to the DNE edition (see
+  ///     ``AddressCache``); `nil`, the default, for none.
   public init(
     baseURL: URL = Client.defaultBaseURL,
     timeout: TimeInterval = 10,
@@ -107,13 +112,14 @@ public struct Client: Sendable {
     transport: Transport = .default,
     retryBudget: RetryBudget? = .standard,
     fallbacks: [Fallback] = [],
-    hedgeAfter: TimeInterval? = nil
+    hedgeAfter: TimeInterval? = nil,
+    cache: AddressCache? = nil
   ) {
     self.init(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
       backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
       transport: transport, retryBudget: retryBudget, fallbacks: fallbacks,
-      hedgeAfter: hedgeAfter, environment: .live)
+      hedgeAfter: hedgeAfter, cache: cache, environment: .live)
   }
 
   /// Creates a client on a `URLSession` transport made from `session`'s configuration: the
@@ -130,12 +136,13 @@ public struct Client: Sendable {
     totalTimeout: TimeInterval? = nil,
     userAgent: String? = nil,
     session: URLSession,
-    retryBudget: RetryBudget? = .standard
+    retryBudget: RetryBudget? = .standard,
+    cache: AddressCache? = nil
   ) {
     self.init(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
       backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
-      transport: .urlSession(session.configuration), retryBudget: retryBudget,
+      transport: .urlSession(session.configuration), retryBudget: retryBudget, cache: cache,
       environment: .live)
   }
 
@@ -152,6 +159,7 @@ public struct Client: Sendable {
     retryBudget: RetryBudget?,
     fallbacks: [Fallback] = [],
     hedgeAfter: TimeInterval? = nil,
+    cache: AddressCache? = nil,
     environment: HTTPEnvironment
   ) {
     self.core = HTTPClientCore(
@@ -173,6 +181,7 @@ public struct Client: Sendable {
     self.transport = transport
     self.retryBudget = retryBudget
     self.fallbacks = fallbacks
+    self.cache = cache
     // Negative delays hedge at once; an infinite one never hedges in practice; NaN is none.
     self.hedgeAfter = hedgeAfter.flatMap { delay -> TimeInterval? in
       if delay.isNaN { return nil }
@@ -193,6 +202,12 @@ public struct Client: Sendable {
   /// what is left of ``totalTimeout``; with ``hedgeAfter``, the first fallback starts in
   /// parallel once cep.is is that late. See ``Fallback`` for the rules.
   ///
+  /// With a ``cache``, a fresh answer of the single endpoint (an address with its `geo`, or
+  /// "does not exist") is returned with no request; otherwise cep.is's answer is stored with
+  /// the live DNE edition. When cep.is and every fallback fail, an address kept from another
+  /// edition is returned instead of the error, marked by ``Address/staleEdition``. The cache
+  /// never makes a lookup fail. See ``AddressCache``.
+  ///
   /// - Parameter cep: masked or not (`"01001-000"`, `"01001000"`).
   /// - Returns: the address, with ``Address/geo`` when the API has coordinates and
   ///   ``Address/source`` naming the service that answered.
@@ -203,6 +218,14 @@ public struct Client: Sendable {
   ///   call promptly with `CancellationError`.
   public func lookup(_ cep: String) async throws -> Address {
     let digits = try normalizeCEP(cep)
+    if let cache {
+      return try await lookup(digits, through: cache)
+    }
+    return try await lookupFromNetwork(digits)
+  }
+
+  /// Looks up a normalised CEP at cep.is, then at the fallbacks.
+  func lookupFromNetwork(_ digits: String) async throws -> Address {
     if !fallbacks.isEmpty {
       return try await lookupWithFallbacks(digits)
     }

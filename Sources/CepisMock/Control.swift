@@ -10,7 +10,7 @@ extension ServerCore {
       reply(status, jsonObject(["ok": .bool(false), "mensagem": .string(text)]))
     }
     let expected = name == "requests" ? "GET" : "POST"
-    let known = ["script", "mode", "reset", "requests", "degraded"]
+    let known = ["script", "mode", "reset", "requests", "degraded", "edition"]
     guard known.contains(name) else { return fail(404, "Endpoint de controle desconhecido") }
     guard request.method == expected else {
       var response = fail(405, "Use \(expected)")
@@ -36,6 +36,15 @@ extension ServerCore {
       }
       state.withLock { $0.degraded = flag }
       return reply(200, jsonObject(["ok": .bool(true), "degraded": .bool(flag)]))
+    case "edition":
+      guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)),
+        let dictionary = object as? [String: Any], let edition = dictionary["dne"] as? String,
+        !edition.isEmpty
+      else {
+        return fail(400, #"Corpo esperado: {"dne":"2026-12"}"#)
+      }
+      state.withLock { $0.edition = edition }
+      return reply(200, jsonObject(["ok": .bool(true), "dne": .string(edition)]))
     default:
       // script or mode
       guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)),

@@ -49,13 +49,15 @@ public final class MockServer: Sendable {
     public var maxLogEntries: Int
     /// The request parser's limits.
     public var parserLimits: MockHTTPRequest.Limits
+    /// The DNE edition `/health` names at first (`dne`).
+    public var edition: String
 
     /// Creates a configuration.
     public init(
       port: Int = 0, dataset: MockDataset = .sample, cpfAPIKeys: Set<String> = ["test-key"],
       chaos: MockChaos? = nil, degraded: Bool = false, maxConnections: Int = 256,
       idleTimeout: TimeInterval = 15, maxDribbleBytes: Int = 1_024, maxLogEntries: Int = 100_000,
-      parserLimits: MockHTTPRequest.Limits = MockHTTPRequest.Limits()
+      parserLimits: MockHTTPRequest.Limits = MockHTTPRequest.Limits(), edition: String = "2026-11"
     ) {
       self.port = port
       self.dataset = dataset
@@ -67,6 +69,7 @@ public final class MockServer: Sendable {
       self.maxDribbleBytes = maxDribbleBytes
       self.maxLogEntries = maxLogEntries
       self.parserLimits = parserLimits
+      self.edition = edition
     }
   }
 
@@ -159,6 +162,12 @@ public final class MockServer: Sendable {
     core.state.withLock { $0.degraded = degraded }
   }
 
+  /// Makes `/health` name another DNE edition (`dne`), as cep.is does when the Correios
+  /// publish a new one.
+  public func setEdition(_ edition: String) {
+    core.state.withLock { $0.edition = edition }
+  }
+
   /// Every request received (including control requests and ones answered with faults; not
   /// unparsable ones), in arrival order.
   public var requests: [MockRequestRecord] { core.state.withLock { $0.log } }
@@ -183,7 +192,7 @@ public final class MockServer: Sendable {
   public var openConnections: Int { core.state.withLock { $0.connections.count } }
 
   /// Clears scripts, modes, the log and the counters, restarts the chaos sequence and restores
-  /// the configured degraded flag.
+  /// the configured degraded flag and edition.
   public func reset() {
     core.reset()
   }
@@ -264,6 +273,8 @@ struct ServerState {
   var scripts: [MockRoute: [MockFault]] = [:]
   var modes: [MockRoute: [MockFault]] = [:]
   var degraded: Bool
+  /// The DNE edition `/health` names.
+  var edition: String
   var log: [MockRequestRecord] = []
   /// How many records were ever removed from the front of `log` (trimmed or cleared), so
   /// that `logDropped + index` names one record for good.
@@ -313,7 +324,9 @@ final class ServerCore: Sendable {
   init(configuration: MockServer.Configuration) {
     self.configuration = configuration
     self.state = LockedValue(
-      ServerState(port: configuration.port, degraded: configuration.degraded))
+      ServerState(
+        port: configuration.port, degraded: configuration.degraded,
+        edition: configuration.edition))
     self.datasetCount = configuration.dataset.count
   }
 
@@ -403,6 +416,7 @@ final class ServerCore: Sendable {
       state.requestCount = 0
       state.chaosIndex = 0
       state.degraded = configuration.degraded
+      state.edition = configuration.edition
     }
   }
 

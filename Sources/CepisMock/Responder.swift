@@ -192,7 +192,7 @@ extension ServerCore {
         degraded ? 503 : 200,
         jsonObject([
           "ok": .bool(!degraded), "status": .string(degraded ? "degraded" : "ok"),
-          "dne": .string("2026-11"), "ceps": .int(datasetCount),
+          "dne": .string(state.withLock { $0.edition }), "ceps": .int(datasetCount),
           "base_gerada_em": .string("2026-11-15T03:00:00Z"),
         ]))
     case .cpf(let cpf):

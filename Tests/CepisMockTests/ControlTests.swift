@@ -81,6 +81,12 @@ extension MockTests {
           #expect(try postJSON(server, "/__mock/script", body).status == 400)
         }
         #expect(try postJSON(server, "/__mock/degraded", "{}").status == 400)
+        #expect(try fetch(server, "/health").json()["dne"] as? String == "2026-11")
+        #expect(try postJSON(server, "/__mock/edition", #"{"dne":"2026-12"}"#).status == 200)
+        #expect(try fetch(server, "/health").json()["dne"] as? String == "2026-12")
+        #expect(try postJSON(server, "/__mock/edition", "{}").status == 400)
+        server.reset()
+        #expect(try fetch(server, "/health").json()["dne"] as? String == "2026-11")
         #expect(try fetch(server, "/__mock/script").status == 405)
         #expect(try fetch(server, "/__mock/unknown").status == 404)
       }

@@ -190,6 +190,8 @@ struct BatchRowDecoderTests {
     #expect(located.logradouro == packed.logradouro && located.complemento == packed.complemento)
     located.geo = nil
     #expect(located == packed)
+    located.staleEdition = "2026-10"
+    #expect(located != packed && located.staleEdition == "2026-10" && packed.staleEdition == nil)
     // What a million-answer array costs per slot: three words, whatever the fields hold.
     #expect(MemoryLayout<Address?>.stride <= 24)
   }

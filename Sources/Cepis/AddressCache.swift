@@ -1,0 +1,331 @@
+import CepisSupport
+import Foundation
+
+/// A cache of cep.is answers tied to the Correios DNE edition they belong to: a repeated
+/// lookup costs no request until the data changes.
+///
+/// ```swift
+/// let client = Client(cache: .memory(capacity: 100_000))
+/// let shared = Client(cache: .sqlite(at: cacheFolder.appendingPathComponent("cepis.sqlite")))
+/// ```
+///
+/// For each CEP the cache keeps cep.is's answer — the address, or "does not exist" — with the
+/// DNE edition it belongs to, when it was stored, and whether it came from the single endpoint
+/// (with ``Address/geo``) or the batch endpoint (without). Answers of the public fallbacks
+/// (``Fallback``; ``Address/source`` other than ``AddressSource/cepis``) are not DNE data and
+/// are never kept.
+///
+/// ### Fresh and stale
+///
+/// The cache learns the edition cep.is serves from ``Client/health()`` (``Health/dne``), at
+/// most once per `revalidateEvery` seconds (a file cache shares that check with every process
+/// using the file). An entry is **fresh** when its edition is the live one: it answers with no
+/// request. An entry of any other edition is **stale**: it is never served while cep.is or a
+/// fallback can answer, but when they all fail (``CepisError/networkError(message:)``,
+/// ``CepisError/serverError(message:status:)``, ``CepisError/rateLimited(message:retryAfter:)``)
+/// a stale address is returned rather than the error, marked by ``Address/staleEdition``.
+/// When `/health` fails, the last edition seen is used; while none was ever seen, nothing is
+/// fresh and nothing is stored.
+///
+/// A cache never makes a lookup fail: every error of the cache (an unreadable file, a full
+/// disk) degrades to asking the network, and is reported once through ``warnings``.
+public final class AddressCache: Sendable {
+  /// Where the entries are kept.
+  public enum Storage: Sendable, Hashable {
+    /// In this process's memory, at most this many CEPs.
+    case memory(capacity: Int)
+    /// In a SQLite file, shared by the processes that open it, at most `maxBytes` large.
+    case sqlite(url: URL, maxBytes: Int)
+  }
+
+  /// Where the entries are kept, as asked for (see ``warnings`` for a file cache that had to
+  /// fall back to memory).
+  public let storage: Storage
+  /// How long, in seconds, an edition learnt from `/health` is trusted before it is asked
+  /// again.
+  public let revalidateEvery: TimeInterval
+
+  /// How long `/health` is not asked again after it failed, in seconds.
+  let retryHealthAfterFailure: TimeInterval
+  let now: @Sendable () -> Date
+  private let backend: LockedValue<Backend>
+  private let editionState = LockedValue(EditionState())
+  private let issued = LockedValue(Warnings())
+  private let onWarning: (@Sendable (String) -> Void)?
+  /// Serializes the file store's work off the cooperative pool: a busy file may make a
+  /// statement wait, and that wait must not hold one of the pool's few threads.
+  private let queue = DispatchQueue(label: "is.cep.address-cache")
+
+  private enum Backend: Sendable {
+    case ready(any CacheStore)
+    case unopenedFile(URL, maxBytes: Int)
+  }
+
+  private struct EditionState: Sendable {
+    var mark: EditionMark?
+    var lastFailure: Date?
+    var inFlight: Task<String?, Never>?
+  }
+
+  private struct Warnings: Sendable {
+    var seen: Set<String> = []
+    var list: [String] = []
+  }
+
+  /// A cache in this process's memory.
+  ///
+  /// - Parameters:
+  ///   - capacity: the most CEPs kept; the least recently used is forgotten first.
+  ///   - revalidateEvery: seconds an edition learnt from `/health` is trusted.
+  public static func memory(capacity: Int = 100_000, revalidateEvery: TimeInterval = 3_600)
+    -> AddressCache
+  {
+    AddressCache(
+      storage: .memory(capacity: max(0, capacity)), revalidateEvery: revalidateEvery,
+      onWarning: nil, now: { Date() })
+  }
+
+  /// A cache in a SQLite file, shared by every process that opens it.
+  ///
+  /// The folder is created (mode `0700`) when missing, the file with mode `0600`; nothing is
+  /// opened until the first lookup. A file that is damaged, not a Cepis cache, or written by a
+  /// newer Cepis is renamed `<name>.corrupt-<timestamp>` and a fresh one starts, with one
+  /// warning. Where SQLite cannot be loaded at run time, the cache works in memory and says so
+  /// once.
+  ///
+  /// ```swift
+  /// let cache = AddressCache.sqlite(at: url) { warning in print("cepis: \(warning)") }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - url: the database file.
+  ///   - maxBytes: the bound on the file's size; past it, entries of other editions are
+  ///     evicted first, then the least recently used.
+  ///   - revalidateEvery: seconds an edition learnt from `/health` is trusted, by every
+  ///     process using the file.
+  ///   - onWarning: called once for each distinct warning (also kept in ``warnings``); never
+  ///     with personal data or a key.
+  public static func sqlite(
+    at url: URL, maxBytes: Int = 256 << 20, revalidateEvery: TimeInterval = 3_600,
+    onWarning: (@Sendable (String) -> Void)? = nil
+  ) -> AddressCache {
+    AddressCache(
+      storage: .sqlite(url: url, maxBytes: maxBytes), revalidateEvery: revalidateEvery,
+      onWarning: onWarning, now: { Date() })
+  }
+
+  /// A cache with an injected clock (tests).
+  package init(
+    storage: Storage, revalidateEvery: TimeInterval,
+    onWarning: (@Sendable (String) -> Void)?, now: @escaping @Sendable () -> Date
+  ) {
+    self.storage = storage
+    self.revalidateEvery = revalidateEvery.isNaN ? 0 : max(0, revalidateEvery)
+    self.retryHealthAfterFailure = min(self.revalidateEvery, 60)
+    self.onWarning = onWarning
+    self.now = now
+    switch storage {
+    case .memory(let capacity):
+      backend = LockedValue(.ready(MemoryCacheStore(capacity: capacity)))
+    case .sqlite(let url, let maxBytes):
+      backend = LockedValue(.unopenedFile(url, maxBytes: maxBytes))
+    }
+  }
+
+  /// The warnings issued so far, each once, oldest first (at most 32): the file moved aside,
+  /// SQLite missing, an error that made the cache step aside for a call.
+  public var warnings: [String] { issued.withLock { $0.list } }
+
+  func warn(_ message: String) {
+    let isNew = issued.withLock { state -> Bool in
+      guard state.list.count < 32, state.seen.insert(message).inserted else { return false }
+      state.list.append(message)
+      return true
+    }
+    if isNew { onWarning?(message) }
+  }
+
+  // MARK: The store, off the cooperative pool
+
+  /// The store, opening the file (or falling back to memory) on first use.
+  private func resolvedStore() -> any CacheStore {
+    backend.withLock { backend in
+      switch backend {
+      case .ready(let store):
+        return store
+      case .unopenedFile(let url, let maxBytes):
+        let store: any CacheStore
+        if let library = SQLiteLibrary.shared {
+          store = SQLiteCacheStore(
+            url: url, maxBytes: maxBytes, library: library,
+            warn: { [weak self] in self?.warn($0) })
+        } else {
+          warn(
+            "\(SQLiteLibrary.loadFailure ?? "SQLite cannot be loaded"): the cache at "
+              + "\(url.path) works in memory only")
+          store = MemoryCacheStore(capacity: 100_000)
+        }
+        backend = .ready(store)
+        return store
+      }
+    }
+  }
+
+  /// Runs `body` on the store: on the cache's queue for a file, in place in memory. An error
+  /// becomes a warning and `nil`.
+  private func perform<T: Sendable>(
+    _ what: String, _ body: @escaping @Sendable (any CacheStore) throws -> T
+  ) async -> T? {
+    let store = resolvedStore()
+    let run: @Sendable () -> T? = { [self] in
+      do {
+        return try body(store)
+      } catch {
+        warn("the cache could not \(what) (\(error)); the network is asked instead")
+        return nil
+      }
+    }
+    guard store is SQLiteCacheStore else { return run() }
+    return await withCheckedContinuation { continuation in
+      queue.async { continuation.resume(returning: run()) }
+    }
+  }
+
+  // MARK: Package API (the client and the bulk engine)
+
+  /// The DNE edition cep.is serves, asking `client.health()` when the last check is older
+  /// than ``revalidateEvery`` (or another process's check, read from the file, is). `nil`
+  /// while no edition was ever seen.
+  package func liveEdition(using client: Client) async -> String? {
+    let now = self.now()
+    if let mark = editionState.withLock({ $0.mark }), isRecent(mark.checkedAt, now: now) {
+      return mark.edition
+    }
+    if let shared = await perform("read the edition", { try $0.editionMark() }) ?? nil {
+      let adopted = editionState.withLock { state -> EditionMark in
+        if let mark = state.mark, mark.checkedAt > shared.checkedAt { return mark }
+        state.mark = shared
+        return shared
+      }
+      if isRecent(adopted.checkedAt, now: now) { return adopted.edition }
+    }
+    let backingOff = editionState.withLock { state -> Bool in
+      guard let failure = state.lastFailure else { return false }
+      let elapsed = now.timeIntervalSince(failure)
+      return elapsed >= 0 && elapsed < retryHealthAfterFailure
+    }
+    if backingOff { return editionState.withLock { $0.mark?.edition } }
+    return await refreshEdition(using: client)
+  }
+
+  /// Asks `client.health()` for the live edition now, whatever the interval (the bulk
+  /// engine calls it once at the start of each run), and records it; concurrent callers share
+  /// one request. When `/health` fails, the last edition seen (`nil` if none) is returned.
+  @discardableResult
+  package func refreshEdition(using client: Client) async -> String? {
+    let task = editionState.withLock { state -> Task<String?, Never> in
+      if let running = state.inFlight { return running }
+      let task = Task<String?, Never> { [self] in
+        let health = try? await client.health()
+        let checkedAt = now()
+        let learnt = health.flatMap {
+          $0.dne.isEmpty ? nil : EditionMark(edition: $0.dne, checkedAt: checkedAt)
+        }
+        if let learnt {
+          _ = await perform("record the edition") { try $0.setEditionMark(learnt) }
+        }
+        return editionState.withLock { state -> String? in
+          state.inFlight = nil
+          if let learnt {
+            state.mark = learnt
+            state.lastFailure = nil
+          } else {
+            state.lastFailure = checkedAt
+          }
+          return state.mark?.edition
+        }
+      }
+      state.inFlight = task
+      return task
+    }
+    return await task.value
+  }
+
+  private func isRecent(_ date: Date, now: Date) -> Bool {
+    let age = now.timeIntervalSince(date)
+    // A check "from the future" (a clock set back) is not trusted.
+    return age >= 0 && age < revalidateEvery
+  }
+
+  /// The entries of `edition` held for `ceps`, of either kind (a single-kind entry carries
+  /// `geo`); each is marked as used. Empty when the cache cannot be read.
+  package func freshEntries(for ceps: [Int], edition: String) async -> [Int: CacheEntry] {
+    let now = self.now()
+    let found = await perform("be read") { try $0.entries(for: ceps, now: now) } ?? [:]
+    return found.filter { $0.value.edition == edition }
+  }
+
+  /// The answers of `edition` held for `ceps` as the batch endpoint gives them (`geo`
+  /// removed): `.some(nil)` for "does not exist". For the bulk engine's chunks.
+  package func batchAnswers(for ceps: [Int], edition: String) async -> [Int: Address?] {
+    var answers: [Int: Address?] = [:]
+    for (cep, entry) in await freshEntries(for: ceps, edition: edition) {
+      var address = entry.address
+      address?.geo = nil
+      answers[cep] = .some(address)
+    }
+    return answers
+  }
+
+  /// The entry held for `cep`, whatever its edition (for the stale answer).
+  package func anyEntry(for cep: Int) async -> CacheEntry? {
+    let now = self.now()
+    return await perform("be read") { try $0.entries(for: [cep], now: now) }?[cep]
+  }
+
+  /// Stores cep.is's answers of `edition` in one transaction (one chunk): an address, or
+  /// `nil` for "does not exist". Answers whose ``Address/source`` is not cep.is are skipped.
+  package func store(
+    _ answers: [(cep: Int, address: Address?)], kind: CacheEntryKind, edition: String
+  ) async {
+    let now = self.now()
+    let entries = answers.compactMap { answer -> CacheEntry? in
+      if let address = answer.address, address.source != .cepis { return nil }
+      var address = answer.address
+      address?.staleEdition = nil
+      if kind == .batch { address?.geo = nil }
+      return CacheEntry(
+        cep: answer.cep, address: address, edition: edition, storedAt: now, kind: kind)
+    }
+    guard !entries.isEmpty else { return }
+    _ = await perform("store answers") {
+      try $0.store(entries, liveEdition: edition, now: now)
+    }
+  }
+
+  /// Counts what the cache holds (`nil` when it cannot be read).
+  package func statistics() async -> CacheStatistics? {
+    await perform("be read") { try $0.statistics() }
+  }
+
+  /// Forgets every entry and the edition seen; `false` when the file could not be cleared.
+  @discardableResult
+  package func clear() async -> Bool {
+    editionState.withLock { state in
+      state.mark = nil
+      state.lastFailure = nil
+    }
+    return await perform("be cleared") { try $0.clear() } != nil
+  }
+
+  /// Closes the file (it opens again when needed), writing pending recency first.
+  package func close() async {
+    guard let store = resolvedStore() as? SQLiteCacheStore else { return }
+    await withCheckedContinuation { continuation in
+      queue.async {
+        store.close()
+        continuation.resume()
+      }
+    }
+  }
+}

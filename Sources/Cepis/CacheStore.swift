@@ -1,0 +1,255 @@
+import Foundation
+
+/// Which cep.is endpoint an answer in the cache came from.
+package enum CacheEntryKind: Int, Sendable, Hashable {
+  /// The single endpoint (`GET /{cep}`): the address with its coordinates.
+  case single = 0
+  /// The batch endpoint (`/csv`): the address without coordinates.
+  case batch = 1
+}
+
+/// One CEP's cep.is answer as the cache keeps it.
+package struct CacheEntry: Sendable, Hashable {
+  /// The CEP as a number (`1001000` for `01001-000`).
+  package var cep: Int
+  /// The address, or `nil` for "does not exist".
+  package var address: Address?
+  /// The DNE edition the answer belongs to.
+  package var edition: String
+  /// When it was stored.
+  package var storedAt: Date
+  /// The endpoint it came from.
+  package var kind: CacheEntryKind
+
+  /// Creates an entry.
+  package init(cep: Int, address: Address?, edition: String, storedAt: Date, kind: CacheEntryKind) {
+    self.cep = cep
+    self.address = address
+    self.edition = edition
+    self.storedAt = storedAt
+    self.kind = kind
+  }
+
+  /// Whether `self`, about to be stored, should replace `existing`: always, except that a
+  /// batch answer never replaces a single answer of the same edition (it would lose `geo`).
+  /// One row per CEP that upgrades from batch to single keeps the file half the size of two
+  /// kinds side by side, and a single answer serves every caller a batch answer would.
+  package func replaces(_ existing: CacheEntry) -> Bool {
+    !(kind == .batch && existing.kind == .single && existing.edition == edition)
+  }
+}
+
+/// The last edition `/health` named, and when it was asked (shared through the file).
+package struct EditionMark: Sendable, Hashable {
+  /// The DNE edition, as `Health.dne` names it.
+  package var edition: String
+  /// When `/health` said so.
+  package var checkedAt: Date
+
+  /// Creates a mark.
+  package init(edition: String, checkedAt: Date) {
+    self.edition = edition
+    self.checkedAt = checkedAt
+  }
+}
+
+/// How many entries a cache holds, and of which editions (for `cepis cache info`).
+package struct CacheStatistics: Sendable, Hashable {
+  /// Entries per DNE edition.
+  package var entriesPerEdition: [String: Int]
+  /// The file's size in bytes (`page_count × page_size`), 0 in memory.
+  package var bytes: Int
+  /// The last edition seen, and when.
+  package var edition: EditionMark?
+}
+
+/// Where a cache keeps its entries: in memory, or in a SQLite file. Every method may throw
+/// (the file); ``AddressCache`` turns every error into a miss and a warning.
+package protocol CacheStore: Sendable {
+  /// The entries held for `ceps` (those held only), each marked as used at `now`.
+  func entries(for ceps: [Int], now: Date) throws -> [Int: CacheEntry]
+  /// Stores `entries` in one transaction (see ``CacheEntry/replaces(_:)``), then keeps the
+  /// store within its bound, evicting entries of editions other than `liveEdition` first.
+  func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws
+  /// The edition mark kept, if any.
+  func editionMark() throws -> EditionMark?
+  /// Keeps `mark`.
+  func setEditionMark(_ mark: EditionMark) throws
+  /// Counts what the store holds.
+  func statistics() throws -> CacheStatistics
+  /// Forgets every entry and the edition mark.
+  func clear() throws
+}
+
+/// The in-memory store: at most `capacity` CEPs, the least recently used forgotten first.
+package final class MemoryCacheStore: CacheStore {
+  private let state: LockedState
+
+  /// `@unchecked Sendable` is sound: `map` and `mark` are read and written only inside
+  /// `lock`, held for the whole of each access.
+  private final class LockedState: @unchecked Sendable {
+    let lock = NSLock()
+    var map: RecencyMap<CacheEntry>
+    var mark: EditionMark?
+    init(capacity: Int) { map = RecencyMap(capacity: capacity) }
+  }
+
+  /// A store of at most `capacity` CEPs (0 keeps nothing).
+  package init(capacity: Int) {
+    state = LockedState(capacity: capacity)
+  }
+
+  private func locked<T>(_ body: (LockedState) throws -> T) rethrows -> T {
+    state.lock.lock()
+    defer { state.lock.unlock() }
+    return try body(state)
+  }
+
+  package func entries(for ceps: [Int], now: Date) -> [Int: CacheEntry] {
+    locked { state in
+      var found: [Int: CacheEntry] = [:]
+      for cep in ceps {
+        if let entry = state.map.value(for: cep) { found[cep] = entry }
+      }
+      return found
+    }
+  }
+
+  package func store(_ entries: [CacheEntry], liveEdition: String, now: Date) {
+    locked { state in
+      for entry in entries {
+        if let existing = state.map.peek(entry.cep), !entry.replaces(existing) { continue }
+        state.map.set(entry, for: entry.cep)
+      }
+    }
+  }
+
+  package func editionMark() -> EditionMark? { locked { $0.mark } }
+
+  package func setEditionMark(_ mark: EditionMark) { locked { $0.mark = mark } }
+
+  package func statistics() -> CacheStatistics {
+    locked { state in
+      var perEdition: [String: Int] = [:]
+      for entry in state.map.valuesOldestFirst { perEdition[entry.edition, default: 0] += 1 }
+      return CacheStatistics(entriesPerEdition: perEdition, bytes: 0, edition: state.mark)
+    }
+  }
+
+  package func clear() {
+    locked { state in
+      state.map = RecencyMap(capacity: state.map.capacity)
+      state.mark = nil
+    }
+  }
+}
+
+/// A map of at most `capacity` integer keys that forgets the least recently used first.
+///
+/// A dictionary finds an entry; recency is a doubly linked list through arrays of indices, so
+/// an entry costs no allocation of its own and a full map reuses the slot it evicts.
+/// `RecencyMapModelTests` hold it to a plain array-and-dictionary reference over seeded random
+/// operations.
+package struct RecencyMap<Value> {
+  /// The most keys kept (0 keeps nothing).
+  package let capacity: Int
+  private static var none: Int32 { -1 }
+  private var slots: [Int: Int32] = [:]
+  private var keys: [Int] = []
+  private var values: [Value] = []
+  private var older: [Int32] = []
+  private var newer: [Int32] = []
+  private var newest: Int32 = -1
+  private var oldest: Int32 = -1
+
+  /// A map of at most `capacity` keys.
+  package init(capacity: Int) {
+    self.capacity = min(max(0, capacity), Int(Int32.max))
+  }
+
+  /// How many keys are held.
+  package var count: Int { keys.count }
+
+  /// The value for `key`, now the most recently used.
+  package mutating func value(for key: Int) -> Value? {
+    guard let slot = slots[key] else { return nil }
+    touch(slot)
+    return values[Int(slot)]
+  }
+
+  /// The value for `key`, its recency unchanged.
+  package func peek(_ key: Int) -> Value? {
+    slots[key].map { values[Int($0)] }
+  }
+
+  /// Sets `value` for `key` as the most recently used; returns the key forgotten to make
+  /// room, if any.
+  @discardableResult
+  package mutating func set(_ value: Value, for key: Int) -> Int? {
+    guard capacity > 0 else { return nil }
+    if let slot = slots[key] {
+      values[Int(slot)] = value
+      touch(slot)
+      return nil
+    }
+    if keys.count < capacity {
+      let slot = Int32(keys.count)
+      keys.append(key)
+      values.append(value)
+      older.append(Self.none)
+      newer.append(Self.none)
+      slots[key] = slot
+      pushNewest(slot)
+      return nil
+    }
+    let slot = oldest
+    let forgotten = keys[Int(slot)]
+    unlink(slot)
+    slots[forgotten] = nil
+    keys[Int(slot)] = key
+    values[Int(slot)] = value
+    slots[key] = slot
+    pushNewest(slot)
+    return forgotten
+  }
+
+  /// The keys held, least recently used first.
+  package var keysOldestFirst: [Int] {
+    var result: [Int] = []
+    var cursor = oldest
+    while cursor != Self.none {
+      result.append(keys[Int(cursor)])
+      cursor = newer[Int(cursor)]
+    }
+    return result
+  }
+
+  /// The values held, least recently used first.
+  package var valuesOldestFirst: [Value] {
+    keysOldestFirst.compactMap { peek($0) }
+  }
+
+  private mutating func touch(_ slot: Int32) {
+    guard slot != newest else { return }
+    unlink(slot)
+    pushNewest(slot)
+  }
+
+  private mutating func unlink(_ slot: Int32) {
+    let before = older[Int(slot)]
+    let after = newer[Int(slot)]
+    if before != Self.none { newer[Int(before)] = after } else { oldest = after }
+    if after != Self.none { older[Int(after)] = before } else { newest = before }
+    older[Int(slot)] = Self.none
+    newer[Int(slot)] = Self.none
+  }
+
+  private mutating func pushNewest(_ slot: Int32) {
+    older[Int(slot)] = newest
+    newer[Int(slot)] = Self.none
+    if newest != Self.none { newer[Int(newest)] = slot } else { oldest = slot }
+    newest = slot
+  }
+}
+
+extension RecencyMap: Sendable where Value: Sendable {}

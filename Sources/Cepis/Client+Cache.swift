@@ -1,0 +1,56 @@
+import Foundation
+
+extension Client {
+  /// ``lookup(_:)`` through `cache`: a fresh single-endpoint entry answers with no request;
+  /// otherwise the network answers and cep.is's answer is stored; when every source fails, a
+  /// kept address (of any edition, marked when not the live one) stands in for the error.
+  ///
+  /// A batch entry (no `geo`) of the live edition does not answer a lookup while the network
+  /// can, because ``lookup(_:)`` promises `geo` whenever cep.is has it; its "does not exist"
+  /// does (there is no `geo` to lose).
+  func lookup(_ digits: String, through cache: AddressCache) async throws -> Address {
+    // `digits` is normalised: eight ASCII digits.
+    guard let number = Int(digits) else { return try await lookupFromNetwork(digits) }
+    let edition = await cache.liveEdition(using: self)
+    if let edition, let entry = await cache.freshEntries(for: [number], edition: edition)[number] {
+      switch (entry.address, entry.kind) {
+      case (nil, _): throw CepisError.cepNotFound(digits)
+      case (let address?, .single): return address
+      case (_?, .batch): break
+      }
+    }
+    let answer: NetworkAnswer
+    do {
+      answer = try await networkAnswer(digits)
+    } catch let failure as CepisError where failure.allowsFallback {
+      // A kept "does not exist" is not served: an error cannot carry the stale mark.
+      guard let kept = await cache.anyEntry(for: number), var address = kept.address else {
+        throw failure
+      }
+      if kept.edition != edition { address.staleEdition = kept.edition }
+      return address
+    }
+    switch answer {
+    case .found(let address):
+      if let edition, address.source == .cepis {
+        await cache.store([(number, address)], kind: .single, edition: edition)
+      }
+      return address
+    case .notFound(let fromCepis):
+      if let edition, fromCepis {
+        await cache.store([(number, nil)], kind: .single, edition: edition)
+      }
+      throw CepisError.cepNotFound(digits)
+    }
+  }
+
+  /// The network's answer to a single lookup: cep.is, then the fallbacks.
+  private func networkAnswer(_ digits: String) async throws -> NetworkAnswer {
+    if !fallbacks.isEmpty { return try await answerWithFallbacks(digits) }
+    do {
+      return .found(try await lookupAtCepis(digits))
+    } catch CepisError.cepNotFound {
+      return .notFound(fromCepis: true)
+    }
+  }
+}

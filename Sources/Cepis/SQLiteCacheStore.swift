@@ -1,0 +1,473 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// The file store of ``AddressCache/sqlite(at:maxBytes:revalidateEvery:onWarning:)``: one
+/// SQLite database in WAL mode, shared by every process that opens it.
+///
+/// - Every write transaction starts as `BEGIN IMMEDIATE` (so it never has to upgrade a read
+///   lock, the one case a busy timeout cannot resolve), under a 5 s busy timeout and a few
+///   retries of its own: processes wait for each other instead of failing.
+/// - `synchronous=NORMAL` in WAL mode: a committed transaction survives the process being
+///   killed (`kill -9`); only a power loss may take back the last ones, which a cache can
+///   afford.
+/// - A file that is damaged, not a database, not ours, or of a newer schema
+///   (`PRAGMA user_version` above ``schemaVersion``) is renamed
+///   `<name>.corrupt-<UTC timestamp>` (its `-wal` and `-shm` beside it) and a fresh one starts,
+///   with one warning.
+/// - Bounded by `maxBytes` (`page_count × page_size`, checked after each write transaction):
+///   entries of other editions go first, then the least recently used. `used_at` is not
+///   written on every read: the CEPs read are remembered and written with the next write
+///   transaction (or once 256 are pending, or a minute has passed), and only where the stored
+///   time is more than a minute old — recency to the minute is all eviction needs.
+///
+/// `@unchecked Sendable` is sound: every stored property that changes (`connection`,
+/// `pendingTouches`, `oldestPendingTouch`) is read and written only while `lock` is held,
+/// for the whole of each public method; the rest is immutable.
+package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
+  /// The schema this code writes and reads.
+  package static let schemaVersion: Int64 = 1
+  /// The `meta` row that tells our files from other SQLite databases.
+  static let schemaMarker = "cepis-address-cache"
+  /// Recency is kept to this many seconds.
+  static let touchGranularity: Int64 = 60
+  /// Busy waiting per statement, in milliseconds.
+  static let busyTimeout: Int32 = 5_000
+
+  /// The database file.
+  package let url: URL
+  /// The size bound, in bytes.
+  package let maxBytes: Int
+  private let library: SQLiteLibrary
+  private let warn: @Sendable (String) -> Void
+  private let lock = NSLock()
+  private var connection: SQLiteConnection?
+  private var pendingTouches: Set<Int> = []
+  private var oldestPendingTouch: Date?
+
+  /// A store at `url` on the system SQLite; `nil` when SQLite cannot be loaded. Nothing is
+  /// opened until the first call.
+  package convenience init?(
+    url: URL, maxBytes: Int, warn: @escaping @Sendable (String) -> Void
+  ) {
+    guard let library = SQLiteLibrary.shared else { return nil }
+    self.init(url: url, maxBytes: maxBytes, library: library, warn: warn)
+  }
+
+  /// A store at `url` on `library`; nothing is opened until the first call.
+  init(
+    url: URL, maxBytes: Int, library: SQLiteLibrary,
+    warn: @escaping @Sendable (String) -> Void
+  ) {
+    self.url = url
+    self.maxBytes = max(0, maxBytes)
+    self.library = library
+    self.warn = warn
+  }
+
+  deinit {
+    connection?.close()
+  }
+
+  // MARK: CacheStore
+
+  package func entries(for ceps: [Int], now: Date) throws -> [Int: CacheEntry] {
+    try withConnection { db in
+      var found: [Int: CacheEntry] = [:]
+      try db.run("BEGIN")
+      do {
+        for cep in ceps {
+          try db.run(Self.selectSQL, [.int(Int64(cep))]) { row in
+            found[cep] = Self.entry(cep: cep, row)
+          }
+        }
+        try db.run("COMMIT")
+      } catch {
+        try? db.run("ROLLBACK")
+        throw error
+      }
+      if !found.isEmpty {
+        pendingTouches.formUnion(found.keys)
+        if oldestPendingTouch == nil { oldestPendingTouch = now }
+      }
+      if let oldest = oldestPendingTouch,
+        pendingTouches.count >= 256
+          || now.timeIntervalSince(oldest) >= Double(Self.touchGranularity)
+      {
+        try writeTransaction(db) { try flushTouches(db, now: now) }
+      }
+      return found
+    }
+  }
+
+  package func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws {
+    try withConnection { db in
+      try writeTransaction(db) {
+        try flushTouches(db, now: now)
+        let usedAt = Int64(now.timeIntervalSince1970.rounded(.down))
+        for entry in entries {
+          let address = entry.address
+          let geo = address?.geo
+          func text(_ value: String?) -> SQLiteConnection.Value {
+            value.map { .text($0) } ?? .null
+          }
+          try db.run(
+            Self.upsertSQL,
+            [
+              .int(Int64(entry.cep)), .text(entry.edition), .int(Int64(entry.kind.rawValue)),
+              .int(address == nil ? 0 : 1), .double(entry.storedAt.timeIntervalSince1970),
+              .int(usedAt), text(address?.logradouro), text(address?.complemento),
+              text(address?.bairro), text(address?.localidade), text(address?.uf),
+              text(address?.ibge), geo.map { .double($0.lat) } ?? .null,
+              geo.map { .double($0.lon) } ?? .null, geo.map { .int(Int64($0.raioM)) } ?? .null,
+              text(geo?.precisao),
+            ])
+        }
+      }
+      try keepWithinBound(db, liveEdition: liveEdition)
+    }
+  }
+
+  package func editionMark() throws -> EditionMark? {
+    try withConnection { db in
+      var edition: String?
+      var checkedAt: Double?
+      try db.run("SELECT key, value FROM meta WHERE key IN ('edition', 'edition_checked_at')") {
+        row in
+        if row.text(0) == "edition" {
+          edition = row.text(1)
+        } else {
+          checkedAt = Double(row.text(1))
+        }
+      }
+      guard let edition, let checkedAt else { return nil }
+      return EditionMark(edition: edition, checkedAt: Date(timeIntervalSince1970: checkedAt))
+    }
+  }
+
+  package func setEditionMark(_ mark: EditionMark) throws {
+    try withConnection { db in
+      try writeTransaction(db) {
+        try db.run(
+          "INSERT OR REPLACE INTO meta(key, value) VALUES ('edition', ?), ('edition_checked_at', ?)",
+          [.text(mark.edition), .text(String(mark.checkedAt.timeIntervalSince1970))])
+      }
+    }
+  }
+
+  package func statistics() throws -> CacheStatistics {
+    let perEdition = try withConnection { db in
+      var counts: [String: Int] = [:]
+      try db.run("SELECT edition, count(*) FROM entries GROUP BY edition") { row in
+        counts[row.text(0)] = Int(row.int(1))
+      }
+      return counts
+    }
+    let bytes = try withConnection { try Self.size(of: $0) }
+    return CacheStatistics(entriesPerEdition: perEdition, bytes: bytes, edition: try editionMark())
+  }
+
+  package func clear() throws {
+    try withConnection { db in
+      pendingTouches.removeAll()
+      oldestPendingTouch = nil
+      try writeTransaction(db) {
+        try db.run("DELETE FROM entries")
+        try db.run("DELETE FROM meta WHERE key IN ('edition', 'edition_checked_at')")
+      }
+      try db.run("PRAGMA incremental_vacuum")
+    }
+  }
+
+  /// Closes the connection (the next call opens it again); pending recency is written first.
+  package func close() {
+    lock.lock()
+    defer { lock.unlock() }
+    if let connection, !pendingTouches.isEmpty {
+      try? writeTransaction(connection) { try flushTouches(connection, now: Date()) }
+    }
+    connection?.close()
+    connection = nil
+  }
+
+  // MARK: Statements
+
+  static let selectSQL = """
+    SELECT edition, kind, found, stored_at, logradouro, complemento, bairro, localidade, uf, \
+    ibge, lat, lon, raio_m, precisao FROM entries WHERE cep = ?
+    """
+
+  /// A batch answer never replaces a single answer of the same edition (see
+  /// ``CacheEntry/replaces(_:)``).
+  static let upsertSQL = """
+    INSERT INTO entries(cep, edition, kind, found, stored_at, used_at, logradouro, complemento, \
+    bairro, localidade, uf, ibge, lat, lon, raio_m, precisao) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) \
+    ON CONFLICT(cep) DO UPDATE SET edition = excluded.edition, kind = excluded.kind, \
+    found = excluded.found, stored_at = excluded.stored_at, used_at = excluded.used_at, \
+    logradouro = excluded.logradouro, complemento = excluded.complemento, \
+    bairro = excluded.bairro, localidade = excluded.localidade, uf = excluded.uf, \
+    ibge = excluded.ibge, lat = excluded.lat, lon = excluded.lon, raio_m = excluded.raio_m, \
+    precisao = excluded.precisao \
+    WHERE NOT (excluded.kind = 1 AND entries.kind = 0 AND entries.edition = excluded.edition)
+    """
+
+  static let schemaSQL = [
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """
+    CREATE TABLE entries (cep INTEGER PRIMARY KEY, edition TEXT NOT NULL, \
+    kind INTEGER NOT NULL, found INTEGER NOT NULL, stored_at REAL NOT NULL, \
+    used_at INTEGER NOT NULL, logradouro TEXT, complemento TEXT, bairro TEXT, \
+    localidade TEXT, uf TEXT, ibge TEXT, lat REAL, lon REAL, raio_m INTEGER, precisao TEXT)
+    """,
+    "CREATE INDEX entries_by_use ON entries (used_at, cep)",
+    "INSERT INTO meta (key, value) VALUES ('schema', '\(schemaMarker)')",
+    "PRAGMA user_version = \(schemaVersion)",
+  ]
+
+  private static func entry(cep: Int, _ row: SQLiteConnection.Row) -> CacheEntry {
+    var address: Address?
+    if row.int(2) != 0 {
+      var geo: Geo?
+      if !row.isNull(10), !row.isNull(11) {
+        geo = Geo(
+          lat: row.double(10), lon: row.double(11), raioM: Int(row.int(12)),
+          precisao: row.text(13))
+      }
+      address = Address(
+        cep: cepDigits(cep), logradouro: row.text(4), complemento: row.text(5),
+        bairro: row.text(6), localidade: row.text(7), uf: row.text(8), ibge: row.text(9),
+        geo: geo)
+    }
+    return CacheEntry(
+      cep: cep, address: address, edition: row.text(0),
+      storedAt: Date(timeIntervalSince1970: row.double(3)),
+      kind: CacheEntryKind(rawValue: Int(row.int(1))) ?? .batch)
+  }
+
+  // MARK: Transactions, bound, recency
+
+  /// Runs `body` in a transaction begun with `BEGIN IMMEDIATE`, retried while another
+  /// process holds the write lock beyond the busy timeout.
+  private func writeTransaction(_ db: SQLiteConnection, _ body: () throws -> Void) throws {
+    var attempt = 0
+    while true {
+      do {
+        try db.run("BEGIN IMMEDIATE")
+        break
+      } catch let error as SQLiteError
+        where (error.code == SQLiteCode.busy || error.code == SQLiteCode.locked) && attempt < 6
+      {
+        attempt += 1
+        usleep(UInt32(20_000 * attempt + Int.random(in: 0..<20_000)))
+      }
+    }
+    do {
+      try body()
+      try db.run("COMMIT")
+    } catch {
+      try? db.run("ROLLBACK")
+      throw error
+    }
+  }
+
+  private func flushTouches(_ db: SQLiteConnection, now: Date) throws {
+    guard !pendingTouches.isEmpty else { return }
+    let usedAt = Int64(now.timeIntervalSince1970.rounded(.down))
+    for cep in pendingTouches {
+      try db.run(
+        "UPDATE entries SET used_at = ?1 WHERE cep = ?2 AND used_at < ?1 - ?3",
+        [.int(usedAt), .int(Int64(cep)), .int(Self.touchGranularity)])
+    }
+    pendingTouches.removeAll()
+    oldestPendingTouch = nil
+  }
+
+  private static func size(of db: SQLiteConnection) throws -> Int {
+    Int(try db.integer("PRAGMA page_count")) * Int(try db.integer("PRAGMA page_size"))
+  }
+
+  /// Evicts until the file is within ``maxBytes``, to 90 % of it so that the next chunks do
+  /// not evict again at once: other editions first, then the least recently used.
+  private func keepWithinBound(_ db: SQLiteConnection, liveEdition: String) throws {
+    for _ in 0..<16 {
+      let pageSize = Int(try db.integer("PRAGMA page_size"))
+      let pages = Int(try db.integer("PRAGMA page_count"))
+      guard pages * pageSize > maxBytes else { return }
+      let free = Int(try db.integer("PRAGMA freelist_count"))
+      let rows = Int(try db.integer("SELECT count(*) FROM entries"))
+      if rows == 0 {
+        try db.run("PRAGMA incremental_vacuum")
+        return
+      }
+      let usedBytes = max(pageSize, (pages - free) * pageSize)
+      let perRow = max(1, usedBytes / rows)
+      let excess = max(0, usedBytes - maxBytes * 9 / 10)
+      var toDelete = min(rows, max(16, excess / perRow + 1))
+      try writeTransaction(db) {
+        try db.run(
+          """
+          DELETE FROM entries WHERE cep IN (SELECT cep FROM entries WHERE edition <> ? \
+          ORDER BY used_at, cep LIMIT ?)
+          """, [.text(liveEdition), .int(Int64(toDelete))])
+        toDelete -= db.changes
+        if toDelete > 0 {
+          try db.run(
+            "DELETE FROM entries WHERE cep IN (SELECT cep FROM entries ORDER BY used_at, cep LIMIT ?)",
+            [.int(Int64(toDelete))])
+        }
+      }
+      try db.run("PRAGMA incremental_vacuum")
+    }
+  }
+
+  // MARK: Opening, validating, moving aside
+
+  /// Runs `body` on the open connection, under the lock. A damaged file found on the way is
+  /// moved aside (the call still fails; the next one uses the fresh file).
+  private func withConnection<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    do {
+      let db = try openIfNeeded()
+      return try body(db)
+    } catch let error as SQLiteError where error.meansUnusableFile {
+      connection?.close()
+      connection = nil
+      pendingTouches.removeAll()
+      oldestPendingTouch = nil
+      moveAside(reason: "it is damaged (\(error.message))")
+      throw error
+    }
+  }
+
+  private func openIfNeeded() throws -> SQLiteConnection {
+    if let connection { return connection }
+    for attempt in 0..<2 {
+      let db = try open()
+      do {
+        if let problem = try prepare(db) {
+          db.close()
+          guard attempt == 0 else { throw SQLiteError(code: SQLiteCode.error, message: problem) }
+          moveAside(reason: problem)
+          continue
+        }
+        connection = db
+        return db
+      } catch let error as SQLiteError where error.meansUnusableFile && attempt == 0 {
+        db.close()
+        moveAside(reason: "it is damaged (\(error.message))")
+      }
+    }
+    throw SQLiteError(code: SQLiteCode.error, message: "cannot start a fresh cache file")
+  }
+
+  /// Creates the folder (0700) and the file (0600) when missing, and opens the connection.
+  private func open() throws -> SQLiteConnection {
+    let folder = url.deletingLastPathComponent()
+    try Self.createFolder(folder)
+    let path = url.path
+    createPrivateFile(path)
+    return try SQLiteConnection(library: library, path: path, busyTimeout: Self.busyTimeout)
+  }
+
+  /// Creates `folder` and any missing parent, each `0700` whatever the umask.
+  static func createFolder(_ folder: URL) throws {
+    var missing: [String] = []
+    var cursor = folder.standardizedFileURL
+    while !FileManager.default.fileExists(atPath: cursor.path), cursor.path != "/" {
+      missing.append(cursor.path)
+      cursor = cursor.deletingLastPathComponent()
+    }
+    for path in missing.reversed() {
+      if mkdir(path, 0o700) != 0 && errno != EEXIST {
+        throw SQLiteError(
+          code: SQLiteCode.error, message: "cannot create folder \(path): errno \(errno)")
+      }
+      _ = chmod(path, 0o700)
+    }
+  }
+
+  /// Checks the file is ours — before changing anything in it, so that a file moved aside
+  /// keeps its bytes — creating the schema in an empty file, then sets the connection up;
+  /// returns why the file must be moved aside, or `nil` when it is fine.
+  private func prepare(_ db: SQLiteConnection) throws -> String? {
+    var version = try db.integer("PRAGMA user_version")
+    if version > Self.schemaVersion {
+      return
+        "its schema (version \(version)) is newer than this Cepis reads (\(Self.schemaVersion))"
+    }
+    if version == 0 {
+      guard try db.integer("SELECT count(*) FROM sqlite_master") == 0 else {
+        return "it is not a Cepis cache"
+      }
+      // Only effective before the first table exists: lets the file shrink after evictions.
+      try db.run("PRAGMA auto_vacuum = INCREMENTAL")
+      try db.run("PRAGMA journal_mode = WAL")
+      try writeTransaction(db) {
+        // Another process may have created it meanwhile.
+        version = try db.integer("PRAGMA user_version")
+        let tables = try db.integer("SELECT count(*) FROM sqlite_master")
+        guard version == 0, tables == 0 else { return }
+        for sql in Self.schemaSQL { try db.run(sql) }
+        version = Self.schemaVersion
+      }
+    }
+    let marker: String?
+    do {
+      marker = try db.text("SELECT value FROM meta WHERE key = 'schema'")
+    } catch let error as SQLiteError where !error.meansUnusableFile {
+      marker = nil
+    }
+    guard version == Self.schemaVersion, marker == Self.schemaMarker else {
+      return "it is not a Cepis cache"
+    }
+    try db.run("PRAGMA journal_mode = WAL")
+    try db.run("PRAGMA synchronous = NORMAL")
+    try db.run("PRAGMA journal_size_limit = 4194304")
+    for suffix in ["-wal", "-shm"] { _ = chmod(url.path + suffix, 0o600) }
+    return nil
+  }
+
+  /// Renames the file (and its `-wal` and `-shm`) to `<name>.corrupt-<timestamp>` and warns.
+  private func moveAside(reason: String) {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+    var aside = url.path + ".corrupt-" + formatter.string(from: Date())
+    var counter = 1
+    while FileManager.default.fileExists(atPath: aside) {
+      counter += 1
+      aside = url.path + ".corrupt-" + formatter.string(from: Date()) + "-\(counter)"
+    }
+    let moved = rename(url.path, aside) == 0
+    for suffix in ["-wal", "-shm"] { _ = rename(url.path + suffix, aside + suffix) }
+    if moved {
+      warn("cache file \(url.path) was moved aside to \(aside): \(reason); a fresh cache starts")
+    } else {
+      warn("cache file \(url.path) cannot be used (\(reason)) nor moved aside (errno \(errno))")
+    }
+  }
+}
+
+/// Creates the file at `path` with mode `0600` (whatever the umask) unless it exists; outside
+/// the store, whose `open()` and `close()` would shadow the system calls.
+private func createPrivateFile(_ path: String) {
+  let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+  guard fd >= 0 else { return }
+  _ = fchmod(fd, 0o600)
+  _ = close(fd)
+}
+
+/// The 8-digit text of a CEP number.
+func cepDigits(_ cep: Int) -> String {
+  let text = String(cep)
+  return text.count >= 8 ? text : String(repeating: "0", count: 8 - text.count) + text
+}

@@ -1,0 +1,176 @@
+import CepisMock
+import CepisSupport
+import Foundation
+import Testing
+
+@testable import Cepis
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+@Suite("AddressCache: the SQLite file")
+struct AddressCacheFileTests {
+  enum Damage: String, CaseIterable, Sendable, CustomStringConvertible {
+    case garbage
+    case foreign
+    case newerSchema
+    var description: String { rawValue }
+  }
+
+  /// Writes `damage` at `url`.
+  static func damage(_ damage: Damage, at url: URL) throws {
+    try SQLiteCacheStore.createFolder(url.deletingLastPathComponent())
+    let library = try #require(SQLiteLibrary.shared)
+    switch damage {
+    case .garbage:
+      var bytes = [UInt8](repeating: 0, count: 8_192)
+      for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index &* 131 &+ 7) }
+      try Data(bytes).write(to: url)
+    case .foreign:
+      let db = try SQLiteConnection(library: library, path: url.path, busyTimeout: 1_000)
+      try db.run("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+      try db.run("INSERT INTO invoices VALUES (1, 99.5)")
+      db.close()
+    case .newerSchema:
+      let store = SQLiteCacheStore(
+        url: url, maxBytes: 1 << 20, library: library, warn: { _ in })
+      try store.store(
+        sampleEntries([1], edition: "2026-11", at: Date()), liveEdition: "2026-11", now: Date())
+      store.close()
+      let db = try SQLiteConnection(library: library, path: url.path, busyTimeout: 1_000)
+      try db.run("PRAGMA user_version = \(SQLiteCacheStore.schemaVersion + 1)")
+      db.close()
+    }
+  }
+
+  @Test(
+    "a corrupt, foreign or newer-schema file is moved aside with one warning; lookups still work",
+    arguments: Damage.allCases)
+  func damagedFileMovedAside(damage: Damage) async throws {
+    try await withTemporaryFolder { folder in
+      try await withMockServer { server in
+        let url = folder.appendingPathComponent("cache.sqlite")
+        try Self.damage(damage, at: url)
+        let original = try Data(contentsOf: url)
+        let heard = LockedValue<[String]>([])
+        let cache = AddressCache(
+          storage: .sqlite(url: url, maxBytes: 1 << 20), revalidateEvery: 3_600,
+          onWarning: { message in heard.withLock { $0.append(message) } }, now: { Date() })
+        let client = cachedClient(server, .urlSession, cache: cache)
+        let address = try await client.lookup("01001000")
+        #expect(address == expectedAddress(server, "01001000"))
+        #expect(try await client.lookup("01001000") == address)
+        #expect(requests(server, on: .cep).count == 1)
+        #expect(cache.warnings.count == 1)
+        #expect(heard.withLock { $0 } == cache.warnings)
+        #expect(cache.warnings.first?.contains("moved aside") == true)
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        let aside = try #require(
+          names.first {
+            $0.hasPrefix("cache.sqlite.corrupt-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm")
+          })
+        // The user's bytes are kept, not destroyed.
+        #expect(try Data(contentsOf: folder.appendingPathComponent(aside)) == original)
+        #expect(await cache.statistics()?.entriesPerEdition == ["2026-11": 1])
+      }
+    }
+  }
+
+  @Test("created 0600 in folders created 0700, -wal and -shm too")
+  func fileModes() async throws {
+    try await withTemporaryFolder { folder in
+      let url = folder.appendingPathComponent("a/b/cache.sqlite")
+      let previous = umask(0)
+      defer { umask(previous) }
+      let store = try openStore(url)
+      try store.store(
+        sampleEntries(0..<10, edition: "2026-11", at: Date()), liveEdition: "2026-11",
+        now: Date())
+      #expect(try permissions(folder.appendingPathComponent("a").path) == 0o700)
+      #expect(try permissions(folder.appendingPathComponent("a/b").path) == 0o700)
+      #expect(try permissions(url.path) == 0o600)
+      #expect(try permissions(url.path + "-wal") == 0o600)
+      #expect(try permissions(url.path + "-shm") == 0o600)
+      store.close()
+    }
+  }
+
+  @Test("over maxBytes, other editions go first, then the least recently used")
+  func sizeCap() async throws {
+    try await withTemporaryFolder { folder in
+      let url = folder.appendingPathComponent("cache.sqlite")
+      let maxBytes = 160 << 10
+      let store = try openStore(url, maxBytes: maxBytes)
+      var now = Date(timeIntervalSince1970: 1_800_000_000)
+      // 600 CEPs of the old edition, well within the bound.
+      for start in stride(from: 0, to: 600, by: 100) {
+        try store.store(
+          sampleEntries(start..<start + 100, edition: "2026-10", at: now),
+          liveEdition: "2026-10", now: now)
+        now += 1
+      }
+      #expect(try store.statistics().entriesPerEdition["2026-10"] == 600)
+      // The new edition, chunk by chunk: no new entry goes while an old one remains.
+      var written = 0
+      var evictedNew = false
+      while written < 4_000 {
+        now += 120
+        try store.store(
+          sampleEntries(10_000 + written..<10_000 + written + 100, edition: "2026-11", at: now),
+          liveEdition: "2026-11", now: now)
+        written += 100
+        let stats = try store.statistics()
+        #expect(stats.bytes <= maxBytes)
+        let new = stats.entriesPerEdition["2026-11"] ?? 0
+        if new < written {
+          evictedNew = true
+          #expect(stats.entriesPerEdition["2026-10"] == nil)
+        }
+        // Keep the first new chunk in use: it must survive every eviction.
+        now += 120
+        _ = try store.entries(for: Array(10_000..<10_100), now: now)
+      }
+      #expect(evictedNew)
+      let firstChunk = try store.entries(for: Array(10_000..<10_100), now: now)
+      #expect(firstChunk.count == 100)
+      // The second chunk, never read again, was among the first evicted.
+      #expect(try store.entries(for: Array(10_100..<10_200), now: now).isEmpty)
+      let latest = try store.entries(
+        for: Array(10_000 + written - 100..<10_000 + written), now: now)
+      #expect(latest.count == 100)
+      store.close()
+    }
+  }
+
+  @Test("recency is not written on every read: with the next write, to the minute")
+  func coarseRecency() async throws {
+    try await withTemporaryFolder { folder in
+      let url = folder.appendingPathComponent("cache.sqlite")
+      let store = try openStore(url)
+      let start = Date(timeIntervalSince1970: 1_800_000_000)
+      try store.store(
+        sampleEntries(0..<3, edition: "2026-11", at: start), liveEdition: "2026-11", now: start)
+      let library = try #require(SQLiteLibrary.shared)
+      let db = try SQLiteConnection(library: library, path: url.path, busyTimeout: 1_000)
+      defer { db.close() }
+      func usedAt() throws -> [Int64: Int64] {
+        var result: [Int64: Int64] = [:]
+        try db.run("SELECT cep, used_at FROM entries") { row in result[row.int(0)] = row.int(1) }
+        return result
+      }
+      let base = Int64(start.timeIntervalSince1970)
+      _ = try store.entries(for: [0], now: start + 30)
+      #expect(try usedAt() == [0: base, 1: base, 2: base])
+      // Written with the next write, but not within the minute.
+      try store.store([], liveEdition: "2026-11", now: start + 30)
+      #expect(try usedAt() == [0: base, 1: base, 2: base])
+      _ = try store.entries(for: [1], now: start + 120)
+      try store.store([], liveEdition: "2026-11", now: start + 120)
+      #expect(try usedAt() == [0: base, 1: base + 120, 2: base])
+      store.close()
+    }
+  }
+}
