@@ -80,6 +80,8 @@ public enum CepisTool {
     case ["cnpj", "validate"]: return try DocumentCommands.validateCNPJ(context)
     case ["cpf", "lookup"]: return try await CPFLookupCommand.run(context)
     case ["mock"]: return try await MockCommand.run(context)
+    case ["cache", "info"]: return try await CacheCommand.info(context)
+    case ["cache", "clear"]: return try await CacheCommand.clear(context)
     default:
       throw UsageError(message: "unknown command", path: [])
     }
@@ -152,32 +154,35 @@ struct Context: Sendable {
   }
 
   /// The API client the global options describe, with `fallbacks` and `hedgeAfter` (only
-  /// `lookup` has them).
-  func client(fallbacks: [Fallback] = [], hedgeAfter: TimeInterval? = nil) throws(UsageError)
-    -> Client
-  {
-    var baseURL = Client.defaultBaseURL
-    if let text = parsed.value("base-url")
-      ?? environment["CEPIS_BASE_URL"].flatMap({
-        $0.isEmpty ? nil : $0
-      })
-    {
-      guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-        scheme == "http" || scheme == "https", url.host != nil
-      else {
-        throw UsageError(
-          message: "invalid base URL '\(text)' (expected http://host[:port] or https://…)",
-          path: path)
-      }
-      baseURL = url
-    }
+  /// `lookup` has them), and the address cache when `cached` (see ``CacheOptions``).
+  func client(
+    fallbacks: [Fallback] = [], hedgeAfter: TimeInterval? = nil, cached: Bool = false
+  ) throws(UsageError) -> Client {
+    let baseURL = try baseURL()
     let timeout = try number("timeout") ?? 10
     let attempts = try integer("attempts", range: 1...100) ?? 3
     let total = try number("total-timeout")
     return Client(
       baseURL: baseURL, timeout: timeout, maxAttempts: attempts, totalTimeout: total,
       userAgent: "cepis-cli/\(CepisTool.version) (+https://cep.is)", transport: try transport(),
-      fallbacks: fallbacks, hedgeAfter: hedgeAfter)
+      fallbacks: fallbacks, hedgeAfter: hedgeAfter,
+      cache: cached ? try CacheOptions.cache(self, baseURL: baseURL) : nil)
+  }
+
+  /// `--base-url` (env `CEPIS_BASE_URL`), or cep.is.
+  func baseURL() throws(UsageError) -> URL {
+    guard
+      let text = parsed.value("base-url")
+        ?? environment["CEPIS_BASE_URL"].flatMap({ $0.isEmpty ? nil : $0 })
+    else { return Client.defaultBaseURL }
+    guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+      scheme == "http" || scheme == "https", url.host != nil
+    else {
+      throw UsageError(
+        message: "invalid base URL '\(text)' (expected http://host[:port] or https://…)",
+        path: path)
+    }
+    return url
   }
 
   /// `--transport` (env `CEPIS_TRANSPORT`), or the build's default; through `--proxy` when

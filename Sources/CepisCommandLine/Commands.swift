@@ -40,7 +40,7 @@ enum Commands {
       .value(
         "hedge-after", "SECONDS",
         "ask the first fallback too if cep.is has not answered by then"),
-    ],
+    ] + CacheOptions.specs,
     positionals: [PositionalSpec(name: "CEP", help: "a CEP, masked or not", variadic: true)])
 
   static let batch = CommandSpec(
@@ -127,9 +127,25 @@ enum Commands {
       .value("cpf-key", "KEY", "accept this CPFHub API key (repeatable)"),
     ])
 
+  static let cache = CommandSpec(
+    name: "cache", abstract: "show or clear the address cache",
+    discussion: """
+      lookup, batch and enrich keep cep.is's answers in a file, tied to the Correios DNE
+      edition they belong to: a CEP is asked again only when the edition changes. Another
+      server's answers (--base-url) are kept in a file of their own.
+      """,
+    subcommands: [
+      CommandSpec(
+        name: "info", abstract: "the cache's path, size, entries per DNE edition",
+        options: [formatOption] + CacheOptions.specs),
+      CommandSpec(
+        name: "clear", abstract: "forget every cached answer",
+        options: CacheOptions.specs),
+    ])
+
   static let root = CommandSpec(
     name: "cepis", abstract: "Brazilian addresses from CEPs (official Correios DNE data)",
-    subcommands: [lookup, batch, enrich, health, uf, cpf, cnpj, mock])
+    subcommands: [lookup, batch, enrich, health, uf, cpf, cnpj, cache, mock])
 
   static let parser = ArgumentParser(root: root, globals: globals)
 

@@ -17,7 +17,7 @@ enum LookupCommand {
     let format = try context.format()
     let fallbacks = try FallbackOptions.fallbacks(context)
     let hedgeAfter = try FallbackOptions.hedgeAfter(context, fallbacks: fallbacks)
-    let client = try context.client(fallbacks: fallbacks, hedgeAfter: hedgeAfter)
+    let client = try context.client(fallbacks: fallbacks, hedgeAfter: hedgeAfter, cached: true)
     let inputs = context.parsed.positionals
     var results = [CEPResult?](repeating: nil, count: inputs.count)
     await withTaskGroup(of: (Int, CEPResult).self) { group in

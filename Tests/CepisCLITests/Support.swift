@@ -79,6 +79,10 @@ enum CLI {
     env["CPFHUB_API_KEY"] = nil
     env["CPFHUB_BASE_URL"] = nil
     env["NO_COLOR"] = nil
+    // No test shares the user's address cache, nor another test's: a test that wants one
+    // names its own file.
+    env["CEPIS_CACHE"] = "off"
+    env["XDG_CACHE_HOME"] = nil
     for (key, value) in extra { env[key] = value }
     return env
   }
