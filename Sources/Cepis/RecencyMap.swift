@@ -1,6 +1,6 @@
 /// A map of at most `capacity` integer keys that forgets the least recently used first: the
-/// one LRU of the package, under the memo of a ``LookupStream`` (`LookupMemo`) and the memory
-/// tier of ``AddressCache``.
+/// memory tier of ``AddressCache``. (The memo of a ``LookupStream``, `LookupMemo`, is the same
+/// list specialised for the engine's hot path.)
 ///
 /// A dictionary finds an entry; recency is a doubly linked list through arrays of indices, so
 /// an entry costs no allocation of its own and a full map reuses the slot it evicts.
