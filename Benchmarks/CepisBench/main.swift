@@ -141,10 +141,14 @@ case "single":
     configuration.httpMaximumConnectionsPerHost = max(6, concurrency)
     transport = .urlSession(configuration)
   }
-  let client = Client(baseURL: base, timeout: 30, transport: transport)
+  // `--cache FILE`: through an address cache, warmed with the CEP before the clock starts.
+  let cache = args.options["cache"].map { AddressCache.sqlite(at: URL(fileURLWithPath: $0)) }
+  let client = Client(baseURL: base, timeout: 30, transport: transport, cache: cache)
+  if cache != nil { _ = try? await client.lookup(cep) }
   await reportRequestLoop(concurrency: concurrency, seconds: seconds) {
     _ = try await client.lookup(cep)
   }
+  if let warning = cache?.warnings.first { fail("cache: \(warning)") }
 
 case "urlsession-single":
   // The floor under `single`: bare URLSession (no Cepis code), same URL, same concurrency.
