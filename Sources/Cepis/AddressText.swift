@@ -14,9 +14,7 @@ enum AddressText: Sendable {
   case packed(cep: UInt32, fields: PackedFields)
 
   /// Which of the six packed fields (the CEP is the number).
-  enum Field: Int, CaseIterable {
-    case logradouro, complemento, bairro, localidade, uf, ibge
-  }
+  typealias Field = AddressTextField
 
   var cep: String {
     switch self {
@@ -75,6 +73,22 @@ enum AddressText: Sendable {
     }
     return Field.allCases.allSatisfy { lhs[$0] == rhs[$0] }
   }
+}
+
+/// The six text fields of an ``Address`` after its CEP, in the API's column order.
+package enum AddressTextField: Int, CaseIterable, Sendable {
+  /// ``Address/logradouro``.
+  case logradouro
+  /// ``Address/complemento``.
+  case complemento
+  /// ``Address/bairro``.
+  case bairro
+  /// ``Address/localidade``.
+  case localidade
+  /// ``Address/uf``.
+  case uf
+  /// ``Address/ibge``.
+  case ibge
 }
 
 /// The seven strings of an address, its coordinates and its stale edition, immutable: a change
@@ -194,6 +208,16 @@ struct PackedFields: @unchecked Sendable {
 
   /// Whether both name the same buffer.
   static func === (lhs: PackedFields, rhs: PackedFields) -> Bool { lhs.storage === rhs.storage }
+
+  /// Calls `body` with the UTF-8 bytes of `field`, in place.
+  func withUTF8<R>(_ field: AddressText.Field, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    storage.withUnsafeMutablePointers { header, bytes in
+      let index = field.rawValue
+      let start = index == 0 ? 0 : Int(header.pointee[index - 1])
+      let end = Int(header.pointee[index])
+      return body(UnsafeBufferPointer(start: bytes + start, count: end - start))
+    }
+  }
 
   subscript(field: AddressText.Field) -> String {
     storage.withUnsafeMutablePointers { header, bytes in

@@ -165,6 +165,11 @@ struct BatchRowDecoderTests {
       cep: "01001000", logradouro: "Praça da Sé", complemento: "de 501 ao fim, lado \"par\"",
       bairro: "Sé", localidade: "São Paulo", uf: "SP", ibge: "3550308")
     #expect(packed == built && built == packed)
+    for field in AddressTextField.allCases {
+      let fromPacked = packed.withUTF8(field) { Array($0) }
+      #expect(fromPacked == built.withUTF8(field) { Array($0) })
+      #expect(String(decoding: fromPacked, as: UTF8.self) == built.text[field])
+    }
     #expect(packed.hashValue == built.hashValue)
     #expect(Set([packed, built]).count == 1)
     let encoder = JSONEncoder()
