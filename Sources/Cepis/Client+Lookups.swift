@@ -155,6 +155,9 @@ where Rows.Element: Sendable {
   public struct Iterator: AsyncIteratorProtocol {
     let engine: LookupEngine<Rows>
 
+    /// What this iteration has spent so far.
+    package var statistics: LookupStatistics { engine.statistics }
+
     /// The next row's answer; `nil` after the last row.
     ///
     /// - Throws: what `rows` threw (after every row read before it was answered), or

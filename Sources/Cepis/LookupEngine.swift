@@ -1,14 +1,15 @@
 import CepisHTTP
 import CepisSupport
 
-/// The engine of one iteration of a ``LookupStream``.
+/// The engine of one iteration of a ``LookupStream`` (and of ``Client/lookupMany(_:)``).
 ///
 /// Rows are read only inside ``next()``, so a consumer that stops asking stops the reading.
 /// Each row read is answered at once (a malformed CEP, or an answer in the memo), joins the
-/// *ask* already open for its CEP, or opens a new ask, queued for the next chunk. Asks are
-/// sent ``Client/maxBatch`` at a time; a chunk's answers are keyed by each row's own CEP (see
-/// `Client.decodeBatchRows`) and land on its asks, and from there on every row that waits
-/// for them. A row leaves when it is first in line and answered.
+/// *ask* already open for its CEP, or opens a new ask, queued for the next chunk — one hash
+/// probe of the memo, which also holds the open asks. Asks are sent ``Client/maxBatch`` at a
+/// time; a chunk's answers are keyed by each row's own CEP (see `Client.decodeBatchRows`) and
+/// land on its asks, and from there on every row that waits for them. A row leaves when it is
+/// first in line and answered.
 ///
 /// Bounds: rows held ≤ ``BulkOptions/readAhead``; asks ≤ rows held; memo ≤
 /// ``BulkOptions/memoCapacity``; outcomes not yet applied ≤ ``BulkOptions/chunksInFlight``.
@@ -18,20 +19,20 @@ import CepisSupport
 final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sendable {
   typealias Row = Rows.Element
 
-  private enum State {
-    case answered(Result<Address?, CepisError>)
-    case waiting(ask: Int)
-  }
-
+  /// A row read and not yet answered to the consumer, and the slot its answer comes from.
+  /// Small on purpose: rows are moved as the line advances.
   private struct Held {
-    var row: Row
-    var state: State
+    var row: Row?
+    var slot: Int32
   }
 
-  /// One CEP asked in one chunk, and how many held rows wait for its answer.
-  private struct Ask {
+  /// One answer, or one CEP asked in one chunk, and how many held rows read it. A row
+  /// answered at once (malformed, or from the memo) behind a row still waiting gets a slot
+  /// of its own, already answered. Slots live in one array and are reused once every row
+  /// that reads them has left: no allocation and no hashing per row.
+  private struct Slot {
     var cep: Int
-    var waiting = 0
+    var waiting: Int32
     var answer: Result<Address?, CepisError>?
   }
 
@@ -45,26 +46,34 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
 
   private var held: [Held] = []
   private var heldHead = 0
-  private var asks: [Int: Ask] = [:]
-  private var nextAsk = 0
-  /// The ask still open (unsent or in flight) for each CEP.
-  private var openAsks: [Int: Int] = [:]
-  private var unsent: [Int] = []
+  private var slots: [Slot] = []
+  private var freeSlots: [Int32] = []
+  private var unsent: [Int32] = []
   private var unsentHead = 0
   private var memo: LookupMemo
 
+  /// Rows read between two looks at cancellation and the mailbox.
+  private static var pollInterval: Int { 64 }
+  private var pollCountdown = 0
+
   private var chunks: [Int: Task<Void, Never>] = [:]
   private var nextChunk = 0
+  /// What this iteration has spent so far.
+  var statistics: LookupStatistics {
+    LookupStatistics(requests: nextChunk, memoEvictions: memo.evictions)
+  }
   private let mailbox = ChunkMailbox()
 
+  /// An engine over `rows`; `expectedCEPs` (when the caller knows it) sets memo room aside.
   init(
-    client: Client, rows: Rows, cep: @escaping @Sendable (Row) -> String, options: BulkOptions
+    client: Client, rows: Rows, cep: @escaping @Sendable (Row) -> String, options: BulkOptions,
+    expectedCEPs: Int = 0
   ) {
     self.client = client
     self.cep = cep
     self.options = options
     self.input = rows.makeAsyncIterator()
-    self.memo = LookupMemo(capacity: options.memoCapacity)
+    self.memo = LookupMemo(capacity: options.memoCapacity, reserving: expectedCEPs)
   }
 
   deinit {
@@ -75,16 +84,23 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   func next() async throws -> LookupAnswer<Row>? {
     while true {
       guard !finished else { return nil }
-      if Task.isCancelled {
-        stop()
-        throw CancellationError()
+      // Cancellation and the mailbox (a lock) are looked at every few rows, not every row:
+      // a chunk's answers wait at most that long, and a cancelled task stops as soon.
+      if pollCountdown == 0 {
+        pollCountdown = Self.pollInterval
+        if Task.isCancelled {
+          stop()
+          throw CancellationError()
+        }
+        for outcome in mailbox.take() { apply(outcome) }
+      } else {
+        pollCountdown -= 1
       }
-      for outcome in mailbox.take() { apply(outcome) }
       if let answer = popAnswered() { return answer }
       if !inputDone && held.count - heldHead < options.readAhead {
         do {
           if let row = try await input.next() {
-            admit(row)
+            if let answer = admit(row) { return answer }
             sendChunks(partial: false)
           } else {
             inputDone = true
@@ -106,6 +122,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
         return nil
       }
       precondition(!chunks.isEmpty, "a row waits for an ask that is neither queued nor sent")
+      pollCountdown = 0
+      if !mailbox.isEmpty || Task.isCancelled { continue }
       await withTaskCancellationHandler {
         await mailbox.wait()
       } onCancel: { [mailbox] in
@@ -123,10 +141,11 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
 
   // MARK: - Rows
 
-  private func admit(_ row: Row) {
+  /// Takes in a row read: its answer at once when it is known and no row is ahead of it,
+  /// `nil` when it is held (answered or waiting for its ask).
+  private func admit(_ row: Row) -> LookupAnswer<Row>? {
     let text = cep(row)
-    guard let number = cepNumber(text.utf8) ?? (try? normalizeCEP(text)).flatMap({ Int($0) })
-    else {
+    guard let number = cepNumber(ofField: text) else {
       let error: CepisError
       do {
         _ = try normalizeCEP(text)
@@ -137,41 +156,63 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
         // normalizeCEP throws CepisError only.
         preconditionFailure("normalizeCEP threw \(error)")
       }
-      held.append(Held(row: row, state: .answered(.failure(error))))
-      return
+      return hold(row, answered: .failure(error))
     }
-    if let known = memo.answer(for: number) {
+    let slot: Int32
+    // The slot a new ask would take: the memo notes it in the same probe that finds the CEP.
+    let vacant = freeSlots.last ?? Int32(slots.count)
+    switch memo.state(of: number, orWaitFor: vacant) {
+    case .answered(let known):
       // The address's `cep` is the 8 digits of `number`, however this row spells it.
-      held.append(Held(row: row, state: .answered(.success(known))))
-      return
+      return hold(row, answered: .success(known))
+    case .waiting(let ask):
+      slot = ask
+      slots[Int(slot)].waiting += 1
+    case .unknown:
+      slot = newSlot(Slot(cep: number, waiting: 1, answer: nil))
+      assert(slot == vacant)
+      unsent.append(slot)
     }
-    let ask: Int
-    if let open = openAsks[number] {
-      ask = open
-    } else {
-      ask = nextAsk
-      nextAsk += 1
-      asks[ask] = Ask(cep: number)
-      openAsks[number] = ask
-      unsent.append(ask)
+    held.append(Held(row: row, slot: slot))
+    return nil
+  }
+
+  /// A row whose answer is known: answered now if no row is ahead of it, else held.
+  private func hold(_ row: Row, answered result: Result<Address?, CepisError>)
+    -> LookupAnswer<Row>?
+  {
+    if heldHead == held.count { return LookupAnswer(row: row, result: result) }
+    let slot = newSlot(Slot(cep: -1, waiting: 1, answer: result))
+    held.append(Held(row: row, slot: slot))
+    return nil
+  }
+
+  private func newSlot(_ slot: Slot) -> Int32 {
+    if let free = freeSlots.popLast() {
+      slots[Int(free)] = slot
+      return free
     }
-    asks[ask]?.waiting += 1
-    held.append(Held(row: row, state: .waiting(ask: ask)))
+    slots.append(slot)
+    return Int32(slots.count - 1)
   }
 
   /// The first held row, when it is answered.
   private func popAnswered() -> LookupAnswer<Row>? {
     guard heldHead < held.count else { return nil }
-    let first = held[heldHead]
-    let result: Result<Address?, CepisError>
-    switch first.state {
-    case .answered(let known):
-      result = known
-    case .waiting(let id):
-      guard let ask = asks[id], let answer = ask.answer else { return nil }
-      result = answer
-      if ask.waiting == 1 { asks[id] = nil } else { asks[id]?.waiting -= 1 }
+    let index = Int(held[heldHead].slot)
+    guard slots[index].answer != nil else { return nil }
+    slots[index].waiting -= 1
+    let answer: Result<Address?, CepisError>?
+    if slots[index].waiting == 0 {
+      // The last row that reads this slot: the answer is moved out, not copied.
+      answer = slots[index].answer.take()
+      freeSlots.append(Int32(index))
+    } else {
+      answer = slots[index].answer
     }
+    guard let result = answer else { preconditionFailure("an answered slot lost its answer") }
+    // Moved out, not copied: the row is not retained twice.
+    let row = held[heldHead].row.take()
     heldHead += 1
     if heldHead == held.count {
       held.removeAll(keepingCapacity: true)
@@ -180,7 +221,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       held.removeFirst(heldHead)
       heldHead = 0
     }
-    return LookupAnswer(row: first.row, result: result)
+    guard let row else { preconditionFailure("a held row was answered twice") }
+    return LookupAnswer(row: row, result: result)
   }
 
   // MARK: - Requests
@@ -199,8 +241,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     }
   }
 
-  private func send(_ ids: [Int]) {
-    let ceps = ids.map { cepString(asks[$0]!.cep) }
+  private func send(_ ids: [Int32]) {
+    let ceps = ids.map { cepString(slots[Int($0)].cep) }
     let chunk = nextChunk
     nextChunk += 1
     let client = self.client
@@ -222,26 +264,41 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
 
   private func apply(_ outcome: ChunkOutcome) {
     chunks[outcome.chunk] = nil
+    var answers: [Address?] = []
+    if case .success(let received) = outcome.answers { answers = received }
     for (position, id) in outcome.asks.enumerated() {
-      guard let cep = asks[id]?.cep else { continue }
-      if openAsks[cep] == id { openAsks[cep] = nil }
+      let index = Int(id)
+      let cep = slots[index].cep
+      // The ask closes: a row read from now on is answered by the memo, or asks again.
       switch outcome.answers {
-      case .success(let answers):
-        let answer = answers[position]
+      case .success:
+        // Moved out of the chunk's array, not copied.
+        var answer: Address?
+        swap(&answer, &answers[position])
         memo.keep(answer, for: cep)
-        asks[id]?.answer = .success(answer)
+        slots[index].answer = .success(answer)
       case .failure(let error):
         // Not kept: a later row with this CEP asks again.
-        asks[id]?.answer = .failure(error)
+        memo.stopWaiting(for: cep)
+        slots[index].answer = .failure(error)
       }
     }
   }
 }
 
+/// What one iteration of a ``LookupStream`` has spent so far (`package`: the command line's
+/// summary reports it).
+package struct LookupStatistics: Sendable, Hashable {
+  /// Batch requests sent (one per chunk; a request's retries are not counted).
+  package var requests: Int
+  /// CEPs the memo forgot to make room.
+  package var memoEvictions: Int
+}
+
 /// What one chunk's request ended with.
 struct ChunkOutcome: Sendable {
   var chunk: Int
-  var asks: [Int]
+  var asks: [Int32]
   var answers: Result<[Address?], CepisError>
 }
 
@@ -264,6 +321,9 @@ final class ChunkMailbox: Sendable {
     }
     waiter?.resume()
   }
+
+  /// Whether no outcome waits to be taken.
+  var isEmpty: Bool { state.withLock { $0.outcomes.isEmpty } }
 
   /// The outcomes left so far, removed.
   func take() -> [ChunkOutcome] {
