@@ -19,9 +19,10 @@ public struct BulkOptions: Sendable, Hashable {
   /// CEP is then asked once for the rows that wait for it together, and again when it comes
   /// back later.
   public var memoCapacity: Int
-  /// The most rows read ahead of the first row not yet answered. While fewer are waiting,
-  /// only full chunks of ``Client/maxBatch`` CEPs are sent; when the read-ahead is full (or
-  /// the input ends), a partial chunk goes. Default 8,000: 16 chunks.
+  /// The most rows read ahead of the first row not yet answered. Only full chunks of
+  /// ``Client/maxBatch`` CEPs are sent while rows keep coming; a partial chunk goes when the
+  /// input ends, or when the read-ahead is full and the first row waits for a CEP no request
+  /// carries yet. Default 8,000: 16 chunks.
   public var readAhead: Int
   /// Batch requests in flight at once. Default 4.
   public var chunksInFlight: Int
@@ -53,8 +54,8 @@ extension Client {
   /// - Each distinct CEP is asked once while the memo holds its answer
   ///   (``BulkOptions/memoCapacity``); rows are read lazily, and only full chunks of
   ///   ``maxBatch`` CEPs go out while rows keep coming — a partial one at the end, or when the
-  ///   read-ahead (``BulkOptions/readAhead``) is full. ``BulkOptions/chunksInFlight`` requests
-  ///   run at once.
+  ///   read-ahead (``BulkOptions/readAhead``) is full and the first row waits for it.
+  ///   ``BulkOptions/chunksInFlight`` requests run at once.
   /// - Rows are matched to answers by their own CEP, never by position: a server that
   ///   reorders, omits or repeats rows cannot put an address on the wrong row.
   /// - A chunk that still fails after its retries gives `.failure(error)` to its own rows

@@ -33,6 +33,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   private struct Slot {
     var cep: Int
     var waiting: Int32
+    /// Whether a chunk carries this ask (or it needs none: it is answered).
+    var sent: Bool
     var answer: Result<Address?, CepisError>?
   }
 
@@ -111,8 +113,14 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
         }
         continue
       }
-      // Nothing more can be read now: what waits must go, even in a partial chunk.
-      sendChunks(partial: true)
+      // Nothing more can be read now. At the end of the input, what waits must go, even in a
+      // partial chunk; with the read-ahead full, a partial chunk goes only when the first row
+      // waits for an ask no chunk carries (it would wait for ever). Otherwise the rows ahead
+      // wait for a chunk in flight: a partial chunk now would cost a request that a full one
+      // could have saved.
+      if inputDone || !slots[Int(held[heldHead].slot)].sent {
+        sendChunks(partial: true)
+      }
       if heldHead == held.count {
         stop()
         if let error = inputError {
@@ -169,7 +177,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       slot = ask
       slots[Int(slot)].waiting += 1
     case .unknown:
-      slot = newSlot(Slot(cep: number, waiting: 1, answer: nil))
+      slot = newSlot(Slot(cep: number, waiting: 1, sent: false, answer: nil))
       assert(slot == vacant)
       unsent.append(slot)
     }
@@ -182,7 +190,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     -> LookupAnswer<Row>?
   {
     if heldHead == held.count { return LookupAnswer(row: row, result: result) }
-    let slot = newSlot(Slot(cep: -1, waiting: 1, answer: result))
+    let slot = newSlot(Slot(cep: -1, waiting: 1, sent: true, answer: result))
     held.append(Held(row: row, slot: slot))
     return nil
   }
@@ -242,6 +250,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   }
 
   private func send(_ ids: [Int32]) {
+    for id in ids { slots[Int(id)].sent = true }
     let ceps = ids.map { cepString(slots[Int($0)].cep) }
     let chunk = nextChunk
     nextChunk += 1
