@@ -302,6 +302,12 @@ package struct LookupStatistics: Sendable, Hashable {
   package var requests: Int
   /// CEPs the memo forgot to make room.
   package var memoEvictions: Int
+
+  /// Figures of an iteration (nothing spent by default).
+  package init(requests: Int = 0, memoEvictions: Int = 0) {
+    self.requests = requests
+    self.memoEvictions = memoEvictions
+  }
 }
 
 /// What one chunk's request ended with.
