@@ -36,16 +36,15 @@ extension Client {
     var found: [Address?] = []
     found.reserveCapacity(ceps.count)
     while let answer = try await engine.next() {
-      switch answer.result {
-      case .success(let address):
-        found.append(address)
-      case .failure(let error):
-        // A malformed input is a `nil` slot; any other failure is a chunk's, after its
-        // retries (a 400 from the server is `invalidCEP` too, but for a well-formed CEP).
-        // Leaving the loop drops the engine, which cancels the chunks in flight.
-        guard case .invalidCEP = error, cepNumber(ofField: answer.row) == nil else { throw error }
-        found.append(nil)
+      guard let error = answer.stored.error else {
+        found.append(answer.stored.address)
+        continue
       }
+      // A malformed input is a `nil` slot; any other failure is a chunk's, after its retries
+      // (a 400 from the server is `invalidCEP` too, but for a well-formed CEP). Leaving the
+      // loop drops the engine, which cancels the chunks in flight.
+      guard case .invalidCEP = error, cepNumber(ofField: answer.row) == nil else { throw error }
+      found.append(nil)
     }
     return found
   }

@@ -2,13 +2,69 @@
 public struct LookupAnswer<Row: Sendable>: Sendable {
   /// The row, exactly as the input sequence gave it.
   public let row: Row
+  /// The answer for the row's CEP, shared with every other row of that CEP.
+  package let stored: LookupResult
+
+  @usableFromInline
+  package init(row: Row, stored: LookupResult) {
+    self.row = row
+    self.stored = stored
+  }
+
   /// The address (`.success(nil)`: the CEP does not exist), or why there is none:
   /// ``CepisError/invalidCEP(_:)`` for a malformed CEP (never sent), or the error of the
   /// request that carried this row's CEP after its retries.
-  public let result: Result<Address?, CepisError>
+  public var result: Result<Address?, CepisError> { stored.result }
 
   /// The address, or `nil` when the CEP does not exist or the lookup failed.
-  public var address: Address? { try? result.get() }
+  public var address: Address? { stored.address }
+}
+
+/// The answer for one CEP, held once and shared by reference by the memo and by every row of
+/// that CEP: a row's answer costs a reference, not a copy of an address's seven strings.
+@usableFromInline
+package final class LookupResult: Sendable {
+  /// The address when found; empty fields otherwise. Its fields can be read in place
+  /// (`stored.fields.logradouro`) without copying the whole address.
+  package let fields: Address
+  /// Whether the CEP was found.
+  package let isFound: Bool
+  /// Why there is no answer, when the lookup failed (or the CEP is malformed).
+  package let error: CepisError?
+
+  private static let empty = Address(cep: "", logradouro: "", localidade: "", uf: "")
+
+  /// A found address.
+  package init(found address: Address) {
+    self.fields = address
+    self.isFound = true
+    self.error = nil
+  }
+
+  /// A failure.
+  package init(failure error: CepisError) {
+    self.fields = Self.empty
+    self.isFound = false
+    self.error = error
+  }
+
+  private init() {
+    self.fields = Self.empty
+    self.isFound = false
+    self.error = nil
+  }
+
+  /// The answer for a CEP that does not exist (one, shared).
+  package static let notFound = LookupResult()
+
+  /// The address, when found.
+  package var address: Address? { isFound ? fields : nil }
+
+  /// The answer as a `Result`.
+  package var result: Result<Address?, CepisError> {
+    if let error { return .failure(error) }
+    return .success(address)
+  }
 }
 
 /// How a ``LookupStream`` spends requests and memory.
@@ -154,7 +210,7 @@ where Rows.Element: Sendable {
   /// The iterator of a ``LookupStream``. Dropping it (leaving the loop) cancels the requests
   /// in flight.
   public struct Iterator: AsyncIteratorProtocol {
-    let engine: LookupEngine<Rows>
+    @usableFromInline let engine: LookupEngine<Rows>
 
     /// What this iteration has spent so far.
     package var statistics: LookupStatistics { engine.statistics }
@@ -163,6 +219,7 @@ where Rows.Element: Sendable {
     ///
     /// - Throws: what `rows` threw (after every row read before it was answered), or
     ///   `CancellationError`.
+    @inlinable
     public mutating func next() async throws -> LookupAnswer<Rows.Element>? {
       try await engine.next()
     }

@@ -17,7 +17,7 @@ struct LookupMemo {
   private static let none: Int32 = -1
   private var entries: [Int: Int32] = [:]
   private var keys: [Int] = []
-  private var values: [Address?] = []
+  private var values: [LookupResult] = []
   private var older: [Int32] = []
   private var newer: [Int32] = []
   private var newest = none
@@ -42,8 +42,8 @@ struct LookupMemo {
 
   /// What the memo knows of one CEP.
   enum State {
-    /// Its answer (`nil`: the CEP does not exist); now the most recently used.
-    case answered(Address?)
+    /// Its answer (an address, or "does not exist"); now the most recently used.
+    case answered(LookupResult)
     /// It is asked, by the ask `id`, and not answered yet.
     case waiting(ask: Int32)
     /// Nothing.
@@ -84,13 +84,20 @@ struct LookupMemo {
   /// not exist, `nil` when the memo does not hold `cep`.
   mutating func answer(for cep: Int) -> Address?? {
     guard case .answered(let answer) = state(of: cep) else { return nil }
-    return .some(answer)
+    return .some(answer.address)
   }
 
   /// Keeps `answer` for `cep` as the most recently used (`cep` no longer waits); returns the
   /// CEP forgotten to make room, if any.
   @discardableResult
-  mutating func keep(_ answer: Address?, for cep: Int) -> Int? {
+  mutating func keep(_ address: Address?, for cep: Int) -> Int? {
+    keep(address.map(LookupResult.init(found:)) ?? .notFound, for: cep)
+  }
+
+  /// Keeps `answer` (a found address, or not found) for `cep`, as keeping an address
+  /// does; the answer is shared, not copied.
+  @discardableResult
+  mutating func keep(_ answer: LookupResult, for cep: Int) -> Int? {
     let position = entries.index(forKey: cep)
     let known = position.map { entries.values[$0] }
     guard capacity > 0 else {

@@ -206,24 +206,24 @@ final class EnrichJob: @unchecked Sendable {
         status = .blank
         sink.buffer.append(contentsOf: row.terminator)
       } else {
-        if row.cep != nil, case .failure(let error) = answer.result {
+        let stored = answer.stored
+        if row.cep != nil, let error = stored.error {
           if case .networkError = error { console.noteNetworkFailure() }
           // The failed row is not written: the rows before it are.
           if options.failFast { return .failFast(line: row.line, message: error.message) }
         }
         sink.buffer.append(contentsOf: row.bytes)
-        switch (row.cep, answer.result) {
-        case (nil, _):
+        if row.cep == nil {
           status = .invalid
           sink.buffer.append(contentsOf: EnrichAnswer.invalid)
-        case (_, .success(let address?)):
-          EnrichAnswer.appendFound(address, to: &sink.buffer)
-        case (_, .success(nil)):
-          status = .notFound
-          sink.buffer.append(contentsOf: EnrichAnswer.notFound)
-        case (_, .failure(let error)):
+        } else if let error = stored.error {
           status = .failed
           sink.buffer.append(contentsOf: EnrichAnswer.failure(error))
+        } else if !stored.isFound {
+          status = .notFound
+          sink.buffer.append(contentsOf: EnrichAnswer.notFound)
+        } else {
+          EnrichAnswer.appendFound(stored, to: &sink.buffer)
         }
         sink.buffer.append(contentsOf: row.terminator)
       }

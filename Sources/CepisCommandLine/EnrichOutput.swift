@@ -38,6 +38,18 @@ enum EnrichAnswer {
     appendCSVField(address.ibge, to: &out)
     out.append(contentsOf: ",ok".utf8)
   }
+
+  /// Appends the fields of the address a shared answer holds, reading each field in place
+  /// (the address is not copied out of the answer: no retain of its other strings).
+  static func appendFound(_ answer: LookupResult, to out: inout [UInt8]) {
+    appendCSVField(answer.fields.logradouro, to: &out)
+    appendCSVField(answer.fields.complemento, to: &out)
+    appendCSVField(answer.fields.bairro, to: &out)
+    appendCSVField(answer.fields.localidade, to: &out)
+    appendCSVField(answer.fields.uf, to: &out)
+    appendCSVField(answer.fields.ibge, to: &out)
+    out.append(contentsOf: ",ok".utf8)
+  }
 }
 
 /// Appends `,` and `text` as one CSV field, quoted per RFC 4180 when it holds a comma, a

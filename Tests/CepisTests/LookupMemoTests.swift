@@ -86,7 +86,7 @@ struct LookupMemoTests {
         // A row's probe: its CEP's answer, the ask it waits for, or (unknown) a new ask.
         let got: String
         switch memo.state(of: cep, orWaitFor: nextAsk) {
-        case .answered(let answer): got = "answered \(String(describing: answer))"
+        case .answered(let answer): got = "answered \(String(describing: answer.address))"
         case .waiting(let ask): got = "waiting \(ask)"
         case .unknown: got = "unknown"
         }
