@@ -42,13 +42,29 @@ enum EnrichAnswer {
   /// Appends the fields of the address a shared answer holds, reading each field in place
   /// (the address is not copied out of the answer: no retain of its other strings).
   static func appendFound(_ answer: LookupResult, to out: inout [UInt8]) {
-    appendCSVField(answer.fields.logradouro, to: &out)
-    appendCSVField(answer.fields.complemento, to: &out)
-    appendCSVField(answer.fields.bairro, to: &out)
-    appendCSVField(answer.fields.localidade, to: &out)
-    appendCSVField(answer.fields.uf, to: &out)
-    appendCSVField(answer.fields.ibge, to: &out)
+    appendField(answer.fields.logradouro, to: &out)
+    appendField(answer.fields.complemento, to: &out)
+    appendField(answer.fields.bairro, to: &out)
+    appendField(answer.fields.localidade, to: &out)
+    appendField(answer.fields.uf, to: &out)
+    appendField(answer.fields.ibge, to: &out)
     out.append(contentsOf: ",ok".utf8)
+  }
+
+  /// `,` and `text`: its bytes copied straight from the string's storage when nothing in it
+  /// needs quoting (nearly always), else quoted by ``CSVField``.
+  @inline(__always)
+  private static func appendField(_ text: String, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: ","))
+    let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+      for byte in bytes
+      where byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13 {
+        return false
+      }
+      out.append(contentsOf: bytes)
+      return true
+    }
+    if copied != true { CSVField.append(text, to: &out) }
   }
 }
 
