@@ -27,35 +27,26 @@ extension Client {
   /// - Throws: ``CepisError`` when a chunk still fails after its retries (the other chunks
   ///   are cancelled), or `CancellationError`.
   public func lookupMany(_ ceps: [String]) async throws -> [Address?] {
-    let plan = BatchPlan(inputs: ceps, chunkSize: Self.maxBatch)
-    guard !plan.chunks.isEmpty else { return Array(repeating: nil, count: ceps.count) }
-    // Each chunk's answer is kept as it arrives (moved, not copied) and read straight into
-    // the result: an address is copied once, into its input's slot.
-    var answers = [[Address?]](repeating: [], count: plan.chunks.count)
-    try await withThrowingTaskGroup(of: (Int, [Address?]).self) { group in
-      var nextChunk = 0
-      let initial = min(Self.batchConcurrency, plan.chunks.count)
-      for _ in 0..<initial {
-        let index = nextChunk
-        let chunk = plan.chunks[index]
-        group.addTask { (index, try await fetchChunk(positionsOf: chunk)) }
-        nextChunk += 1
+    guard !ceps.isEmpty else { return [] }
+    // The stream's engine, with a memo that holds every distinct CEP: each is asked once.
+    let engine = LookupEngine(
+      client: self, rows: AsyncRows(ceps), cep: { $0 },
+      options: BulkOptions(memoCapacity: ceps.count, chunksInFlight: Self.batchConcurrency),
+      expectedCEPs: ceps.count)
+    var found: [Address?] = []
+    found.reserveCapacity(ceps.count)
+    while let answer = try await engine.next() {
+      guard let error = answer.stored.error else {
+        found.append(answer.stored.address)
+        continue
       }
-      while let (index, partial) = try await group.next() {
-        answers[index] = partial
-        if nextChunk < plan.chunks.count {
-          let index = nextChunk
-          let chunk = plan.chunks[index]
-          group.addTask { (index, try await fetchChunk(positionsOf: chunk)) }
-          nextChunk += 1
-        }
-      }
+      // A malformed input is a `nil` slot; any other failure is a chunk's, after its retries
+      // (a 400 from the server is `invalidCEP` too, but for a well-formed CEP). Leaving the
+      // loop drops the engine, which cancels the chunks in flight.
+      guard case .invalidCEP = error, cepNumber(ofField: answer.row) == nil else { throw error }
+      found.append(nil)
     }
-    let size = plan.chunkSize
-    return plan.slotIndices.map { slot in
-      guard let slot else { return nil }
-      return answers[slot / size][slot % size]
-    }
+    return found
   }
 
   /// Fetches one chunk and answers in the chunk's order (`nil`: not found or not answered).
@@ -163,49 +154,6 @@ struct BatchColumns {
       case "ibge": ibge = ibge ?? index
       default: continue
       }
-    }
-  }
-}
-
-/// How a batch is sent: each input's normalized CEP (or `nil` when malformed), the distinct
-/// CEPs in first-seen order, and those split into chunks.
-///
-/// Inputs are keyed by their CEP number, so planning a million inputs builds a string only
-/// for each distinct CEP, never for each input.
-struct BatchPlan {
-  /// Each input's index in `distinct`, or `nil` when malformed.
-  var slotIndices: [Int?]
-  var distinct: [String]
-  var chunks: [[String]]
-  /// The size of every chunk but the last: distinct CEP `i` is in chunk `i / chunkSize`.
-  var chunkSize: Int
-
-  init(inputs: [String], chunkSize: Int) {
-    var slots: [Int?] = []
-    slots.reserveCapacity(inputs.count)
-    var seen: [Int: Int] = [:]
-    seen.reserveCapacity(inputs.count)
-    var distinct: [String] = []
-    for input in inputs {
-      guard let number = cepNumber(input.utf8) ?? (try? normalizeCEP(input)).flatMap({ Int($0) })
-      else {
-        slots.append(nil)
-        continue
-      }
-      if let index = seen[number] {
-        slots.append(index)
-      } else {
-        seen[number] = distinct.count
-        slots.append(distinct.count)
-        distinct.append(cepString(number))
-      }
-    }
-    self.slotIndices = slots
-    self.distinct = distinct
-    let size = max(1, chunkSize)
-    self.chunkSize = size
-    self.chunks = stride(from: 0, to: distinct.count, by: size).map {
-      Array(distinct[$0..<min($0 + size, distinct.count)])
     }
   }
 }

@@ -2,13 +2,69 @@
 public struct LookupAnswer<Row: Sendable>: Sendable {
   /// The row, exactly as the input sequence gave it.
   public let row: Row
+  /// The answer for the row's CEP, shared with every other row of that CEP.
+  package let stored: LookupResult
+
+  @usableFromInline
+  package init(row: Row, stored: LookupResult) {
+    self.row = row
+    self.stored = stored
+  }
+
   /// The address (`.success(nil)`: the CEP does not exist), or why there is none:
   /// ``CepisError/invalidCEP(_:)`` for a malformed CEP (never sent), or the error of the
   /// request that carried this row's CEP after its retries.
-  public let result: Result<Address?, CepisError>
+  public var result: Result<Address?, CepisError> { stored.result }
 
   /// The address, or `nil` when the CEP does not exist or the lookup failed.
-  public var address: Address? { try? result.get() }
+  public var address: Address? { stored.address }
+}
+
+/// The answer for one CEP, held once and shared by reference by the memo and by every row of
+/// that CEP: a row's answer costs a reference, not a copy of an address's seven strings.
+@usableFromInline
+package final class LookupResult: Sendable {
+  /// The address when found; empty fields otherwise. Its fields can be read in place
+  /// (`stored.fields.logradouro`) without copying the whole address.
+  package let fields: Address
+  /// Whether the CEP was found.
+  package let isFound: Bool
+  /// Why there is no answer, when the lookup failed (or the CEP is malformed).
+  package let error: CepisError?
+
+  private static let empty = Address(cep: "", logradouro: "", localidade: "", uf: "")
+
+  /// A found address.
+  package init(found address: Address) {
+    self.fields = address
+    self.isFound = true
+    self.error = nil
+  }
+
+  /// A failure.
+  package init(failure error: CepisError) {
+    self.fields = Self.empty
+    self.isFound = false
+    self.error = error
+  }
+
+  private init() {
+    self.fields = Self.empty
+    self.isFound = false
+    self.error = nil
+  }
+
+  /// The answer for a CEP that does not exist (one, shared).
+  package static let notFound = LookupResult()
+
+  /// The address, when found.
+  package var address: Address? { isFound ? fields : nil }
+
+  /// The answer as a `Result`.
+  package var result: Result<Address?, CepisError> {
+    if let error { return .failure(error) }
+    return .success(address)
+  }
 }
 
 /// How a ``LookupStream`` spends requests and memory.
@@ -19,9 +75,10 @@ public struct BulkOptions: Sendable, Hashable {
   /// CEP is then asked once for the rows that wait for it together, and again when it comes
   /// back later.
   public var memoCapacity: Int
-  /// The most rows read ahead of the first row not yet answered. While fewer are waiting,
-  /// only full chunks of ``Client/maxBatch`` CEPs are sent; when the read-ahead is full (or
-  /// the input ends), a partial chunk goes. Default 8,000: 16 chunks.
+  /// The most rows read ahead of the first row not yet answered. Only full chunks of
+  /// ``Client/maxBatch`` CEPs are sent while rows keep coming; a partial chunk goes when the
+  /// input ends, or when the read-ahead is full and the first row waits for a CEP no request
+  /// carries yet. Default 8,000: 16 chunks.
   public var readAhead: Int
   /// Batch requests in flight at once. Default 4.
   public var chunksInFlight: Int
@@ -53,8 +110,8 @@ extension Client {
   /// - Each distinct CEP is asked once while the memo holds its answer
   ///   (``BulkOptions/memoCapacity``); rows are read lazily, and only full chunks of
   ///   ``maxBatch`` CEPs go out while rows keep coming — a partial one at the end, or when the
-  ///   read-ahead (``BulkOptions/readAhead``) is full. ``BulkOptions/chunksInFlight`` requests
-  ///   run at once.
+  ///   read-ahead (``BulkOptions/readAhead``) is full and the first row waits for it.
+  ///   ``BulkOptions/chunksInFlight`` requests run at once.
   /// - Rows are matched to answers by their own CEP, never by position: a server that
   ///   reorders, omits or repeats rows cannot put an address on the wrong row.
   /// - A chunk that still fails after its retries gives `.failure(error)` to its own rows
@@ -153,12 +210,16 @@ where Rows.Element: Sendable {
   /// The iterator of a ``LookupStream``. Dropping it (leaving the loop) cancels the requests
   /// in flight.
   public struct Iterator: AsyncIteratorProtocol {
-    let engine: LookupEngine<Rows>
+    @usableFromInline let engine: LookupEngine<Rows>
+
+    /// What this iteration has spent so far.
+    package var statistics: LookupStatistics { engine.statistics }
 
     /// The next row's answer; `nil` after the last row.
     ///
     /// - Throws: what `rows` threw (after every row read before it was answered), or
     ///   `CancellationError`.
+    @inlinable
     public mutating func next() async throws -> LookupAnswer<Rows.Element>? {
       try await engine.next()
     }

@@ -1,91 +1,100 @@
 import CepisHTTP
 import CepisSupport
 
-/// The engine of one iteration of a ``LookupStream``.
+/// The engine of one iteration of a ``LookupStream`` (and of ``Client/lookupMany(_:)``): the
+/// rows read and not yet answered, in order. Everything about CEPs — the memo, the asks, the
+/// chunks — is ``LookupAsks``'s, which is not generic: compiled once, specialised, in this
+/// module, so that a caller in another module (the command line, a user's code) runs only this
+/// thin generic layer unspecialised.
 ///
 /// Rows are read only inside ``next()``, so a consumer that stops asking stops the reading.
-/// Each row read is answered at once (a malformed CEP, or an answer in the memo), joins the
-/// *ask* already open for its CEP, or opens a new ask, queued for the next chunk. Asks are
-/// sent ``Client/maxBatch`` at a time; a chunk's answers are keyed by each row's own CEP (see
-/// `Client.decodeBatchRows`) and land on its asks, and from there on every row that waits
-/// for them. A row leaves when it is first in line and answered.
+/// Each row read is answered at once (a malformed CEP, or an answer in the memo, when no row
+/// is ahead of it), or held with the slot its answer will come from. A row leaves when it is
+/// first in line and answered.
 ///
 /// Bounds: rows held ≤ ``BulkOptions/readAhead``; asks ≤ rows held; memo ≤
 /// ``BulkOptions/memoCapacity``; outcomes not yet applied ≤ ``BulkOptions/chunksInFlight``.
 ///
+/// `@inlinable` (with its state `@usableFromInline`): a caller in another module gets this
+/// loop specialised for its row type instead of running it through generic metadata for
+/// every row.
+///
 /// Not thread-safe, and need not be: an async iterator is advanced by one task at a time.
 /// Requests run in tasks of their own that only post their outcome to a locked mailbox.
+@usableFromInline
 final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sendable {
-  typealias Row = Rows.Element
+  @usableFromInline typealias Row = Rows.Element
 
-  private enum State {
-    case answered(Result<Address?, CepisError>)
-    case waiting(ask: Int)
+  /// A row read and not yet answered to the consumer, and the slot its answer comes from.
+  /// Small on purpose: rows are moved as the line advances.
+  @usableFromInline
+  struct Held {
+    @usableFromInline var row: Row?
+    @usableFromInline var slot: Int32
+
+    @inlinable
+    init(row: Row?, slot: Int32) {
+      self.row = row
+      self.slot = slot
+    }
   }
 
-  private struct Held {
-    var row: Row
-    var state: State
-  }
+  @usableFromInline let cep: @Sendable (Row) -> String
+  @usableFromInline let readAhead: Int
+  @usableFromInline var input: Rows.AsyncIterator
+  @usableFromInline var inputDone = false
+  @usableFromInline var inputError: (any Error)?
+  @usableFromInline var finished = false
 
-  /// One CEP asked in one chunk, and how many held rows wait for its answer.
-  private struct Ask {
-    var cep: Int
-    var waiting = 0
-    var answer: Result<Address?, CepisError>?
-  }
+  @usableFromInline var held: [Held] = []
+  @usableFromInline var heldHead = 0
+  @usableFromInline let asks: LookupAsks
 
-  private let client: Client
-  private let cep: @Sendable (Row) -> String
-  private let options: BulkOptions
-  private var input: Rows.AsyncIterator
-  private var inputDone = false
-  private var inputError: (any Error)?
-  private var finished = false
+  /// Rows read between two looks at cancellation and the mailbox.
+  @usableFromInline static var pollInterval: Int { 64 }
+  @usableFromInline var pollCountdown = 0
 
-  private var held: [Held] = []
-  private var heldHead = 0
-  private var asks: [Int: Ask] = [:]
-  private var nextAsk = 0
-  /// The ask still open (unsent or in flight) for each CEP.
-  private var openAsks: [Int: Int] = [:]
-  private var unsent: [Int] = []
-  private var unsentHead = 0
-  private var memo: LookupMemo
+  /// What this iteration has spent so far.
+  @usableFromInline
+  var statistics: LookupStatistics { asks.statistics }
 
-  private var chunks: [Int: Task<Void, Never>] = [:]
-  private var nextChunk = 0
-  private let mailbox = ChunkMailbox()
-
+  /// An engine over `rows`; `expectedCEPs` (when the caller knows it) sets memo room aside.
+  @usableFromInline
   init(
-    client: Client, rows: Rows, cep: @escaping @Sendable (Row) -> String, options: BulkOptions
+    client: Client, rows: Rows, cep: @escaping @Sendable (Row) -> String, options: BulkOptions,
+    expectedCEPs: Int = 0
   ) {
-    self.client = client
     self.cep = cep
-    self.options = options
+    self.readAhead = options.readAhead
     self.input = rows.makeAsyncIterator()
-    self.memo = LookupMemo(capacity: options.memoCapacity)
-  }
-
-  deinit {
-    for task in chunks.values { task.cancel() }
+    self.asks = LookupAsks(client: client, options: options, expectedCEPs: expectedCEPs)
   }
 
   /// The next row's answer, reading rows and sending chunks as needed.
+  @inlinable
   func next() async throws -> LookupAnswer<Row>? {
     while true {
       guard !finished else { return nil }
-      if Task.isCancelled {
-        stop()
-        throw CancellationError()
+      // Cancellation and the mailbox (a lock) are looked at every few rows, not every row:
+      // a chunk's answers wait at most that long, and a cancelled task stops as soon.
+      if pollCountdown == 0 {
+        pollCountdown = Self.pollInterval
+        if Task.isCancelled {
+          stop()
+          throw CancellationError()
+        }
+        asks.applyOutcomes()
+      } else {
+        pollCountdown -= 1
       }
-      for outcome in mailbox.take() { apply(outcome) }
       if let answer = popAnswered() { return answer }
-      if !inputDone && held.count - heldHead < options.readAhead {
+      if !inputDone && held.count - heldHead < readAhead {
         do {
           if let row = try await input.next() {
-            admit(row)
-            sendChunks(partial: false)
+            switch asks.admit(cep(row), behindOthers: heldHead < held.count) {
+            case .answered(let result): return LookupAnswer(row: row, stored: result)
+            case .held(let slot): held.append(Held(row: row, slot: slot))
+            }
           } else {
             inputDone = true
           }
@@ -95,8 +104,14 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
         }
         continue
       }
-      // Nothing more can be read now: what waits must go, even in a partial chunk.
-      sendChunks(partial: true)
+      // Nothing more can be read now. At the end of the input, what waits must go, even in a
+      // partial chunk; with the read-ahead full, a partial chunk goes only when the first row
+      // waits for an ask no chunk carries (it would wait for ever). Otherwise the rows ahead
+      // wait for a chunk in flight: a partial chunk now would cost a request that a full one
+      // could have saved.
+      if inputDone || !asks.isSent(held[heldHead].slot) {
+        asks.sendChunks(partial: true)
+      }
       if heldHead == held.count {
         stop()
         if let error = inputError {
@@ -105,73 +120,25 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
         }
         return nil
       }
-      precondition(!chunks.isEmpty, "a row waits for an ask that is neither queued nor sent")
-      await withTaskCancellationHandler {
-        await mailbox.wait()
-      } onCancel: { [mailbox] in
-        mailbox.interrupt()
-      }
+      precondition(asks.hasChunksInFlight, "a row waits for an ask that is neither queued nor sent")
+      pollCountdown = 0
+      await asks.waitForAnOutcome()
     }
   }
 
   /// Ends the iteration: cancels the requests in flight.
-  private func stop() {
+  @inlinable
+  func stop() {
     finished = true
-    for task in chunks.values { task.cancel() }
-    chunks.removeAll()
-  }
-
-  // MARK: - Rows
-
-  private func admit(_ row: Row) {
-    let text = cep(row)
-    guard let number = cepNumber(text.utf8) ?? (try? normalizeCEP(text)).flatMap({ Int($0) })
-    else {
-      let error: CepisError
-      do {
-        _ = try normalizeCEP(text)
-        error = .invalidCEP("invalid CEP")
-      } catch let invalid as CepisError {
-        error = invalid
-      } catch {
-        // normalizeCEP throws CepisError only.
-        preconditionFailure("normalizeCEP threw \(error)")
-      }
-      held.append(Held(row: row, state: .answered(.failure(error))))
-      return
-    }
-    if let known = memo.answer(for: number) {
-      // The address's `cep` is the 8 digits of `number`, however this row spells it.
-      held.append(Held(row: row, state: .answered(.success(known))))
-      return
-    }
-    let ask: Int
-    if let open = openAsks[number] {
-      ask = open
-    } else {
-      ask = nextAsk
-      nextAsk += 1
-      asks[ask] = Ask(cep: number)
-      openAsks[number] = ask
-      unsent.append(ask)
-    }
-    asks[ask]?.waiting += 1
-    held.append(Held(row: row, state: .waiting(ask: ask)))
+    asks.stop()
   }
 
   /// The first held row, when it is answered.
-  private func popAnswered() -> LookupAnswer<Row>? {
-    guard heldHead < held.count else { return nil }
-    let first = held[heldHead]
-    let result: Result<Address?, CepisError>
-    switch first.state {
-    case .answered(let known):
-      result = known
-    case .waiting(let id):
-      guard let ask = asks[id], let answer = ask.answer else { return nil }
-      result = answer
-      if ask.waiting == 1 { asks[id] = nil } else { asks[id]?.waiting -= 1 }
-    }
+  @inlinable
+  func popAnswered() -> LookupAnswer<Row>? {
+    guard heldHead < held.count, let result = asks.take(held[heldHead].slot) else { return nil }
+    // Moved out, not copied: the row is not retained twice.
+    let row = held[heldHead].row.take()
     heldHead += 1
     if heldHead == held.count {
       held.removeAll(keepingCapacity: true)
@@ -180,121 +147,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       held.removeFirst(heldHead)
       heldHead = 0
     }
-    return LookupAnswer(row: first.row, result: result)
-  }
-
-  // MARK: - Requests
-
-  private func sendChunks(partial: Bool) {
-    while chunks.count < options.chunksInFlight {
-      let available = unsent.count - unsentHead
-      guard available >= Client.maxBatch || (partial && available > 0) else { return }
-      let ids = Array(unsent[unsentHead..<unsentHead + min(available, Client.maxBatch)])
-      unsentHead += ids.count
-      if unsentHead == unsent.count {
-        unsent.removeAll(keepingCapacity: true)
-        unsentHead = 0
-      }
-      send(ids)
-    }
-  }
-
-  private func send(_ ids: [Int]) {
-    let ceps = ids.map { cepString(asks[$0]!.cep) }
-    let chunk = nextChunk
-    nextChunk += 1
-    let client = self.client
-    let mailbox = self.mailbox
-    chunks[chunk] = Task {
-      let answers: Result<[Address?], CepisError>
-      do {
-        answers = .success(try await client.fetchChunk(positionsOf: ceps))
-      } catch let error as CepisError {
-        answers = .failure(error)
-      } catch is CancellationError {
-        answers = .failure(.networkError(message: "cancelled"))
-      } catch {
-        answers = .failure(.networkError(message: "\(error)"))
-      }
-      mailbox.post(ChunkOutcome(chunk: chunk, asks: ids, answers: answers))
-    }
-  }
-
-  private func apply(_ outcome: ChunkOutcome) {
-    chunks[outcome.chunk] = nil
-    for (position, id) in outcome.asks.enumerated() {
-      guard let cep = asks[id]?.cep else { continue }
-      if openAsks[cep] == id { openAsks[cep] = nil }
-      switch outcome.answers {
-      case .success(let answers):
-        let answer = answers[position]
-        memo.keep(answer, for: cep)
-        asks[id]?.answer = .success(answer)
-      case .failure(let error):
-        // Not kept: a later row with this CEP asks again.
-        asks[id]?.answer = .failure(error)
-      }
-    }
-  }
-}
-
-/// What one chunk's request ended with.
-struct ChunkOutcome: Sendable {
-  var chunk: Int
-  var asks: [Int]
-  var answers: Result<[Address?], CepisError>
-}
-
-/// Where chunk requests leave their outcomes for the engine: a locked list, and one waiter.
-final class ChunkMailbox: Sendable {
-  private struct State: Sendable {
-    var outcomes: [ChunkOutcome] = []
-    var waiter: CheckedContinuation<Void, Never>?
-    var interrupted = false
-  }
-
-  private let state = LockedValue(State())
-
-  /// Leaves an outcome, waking the waiter.
-  func post(_ outcome: ChunkOutcome) {
-    let waiter = state.withLock { state in
-      state.outcomes.append(outcome)
-      defer { state.waiter = nil }
-      return state.waiter
-    }
-    waiter?.resume()
-  }
-
-  /// The outcomes left so far, removed.
-  func take() -> [ChunkOutcome] {
-    state.withLock { state in
-      defer { state.outcomes.removeAll() }
-      return state.outcomes
-    }
-  }
-
-  /// Returns once an outcome is waiting, or after ``interrupt()``.
-  func wait() async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let now = state.withLock { state in
-        if !state.outcomes.isEmpty || state.interrupted {
-          state.interrupted = false
-          return true
-        }
-        state.waiter = continuation
-        return false
-      }
-      if now { continuation.resume() }
-    }
-  }
-
-  /// Wakes the waiter (or the next one to wait): the waiting task was cancelled.
-  func interrupt() {
-    let waiter = state.withLock { state in
-      defer { state.waiter = nil }
-      if state.waiter == nil { state.interrupted = true }
-      return state.waiter
-    }
-    waiter?.resume()
+    guard let row else { preconditionFailure("a held row was answered twice") }
+    return LookupAnswer(row: row, stored: result)
   }
 }

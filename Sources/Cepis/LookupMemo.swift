@@ -1,10 +1,13 @@
 /// The run-wide memo of a ``LookupStream``: the answer (an address, or "does not exist") of
-/// at most `capacity` CEPs, the least recently used forgotten first.
+/// at most `capacity` CEPs, the least recently used forgotten first — and, in the same index,
+/// the CEPs asked and not yet answered, so that a row costs one hash lookup whatever its
+/// CEP's state.
 ///
-/// A Swift dictionary finds an entry; the order of recency is a doubly linked list through
-/// two arrays, so that an entry costs no allocation of its own and a full memo reuses the
-/// entry it evicts. `LookupMemoTests` holds it to a plain reference over millions of seeded
-/// operations.
+/// A Swift dictionary finds an entry (a negative value: the ask a CEP waits for); the order
+/// of recency is a doubly linked list through two arrays, so that an entry costs no
+/// allocation of its own and a full memo reuses the entry it evicts. Waiting CEPs do not
+/// count against the capacity and are not in the order of recency. `LookupMemoTests` holds it
+/// to a plain reference over millions of seeded operations.
 struct LookupMemo {
   /// The most CEPs kept (0 keeps nothing).
   let capacity: Int
@@ -14,35 +17,94 @@ struct LookupMemo {
   private static let none: Int32 = -1
   private var entries: [Int: Int32] = [:]
   private var keys: [Int] = []
-  private var values: [Address?] = []
+  private var values: [LookupResult] = []
   private var older: [Int32] = []
   private var newer: [Int32] = []
   private var newest = none
   private var oldest = none
 
-  /// A memo of at most `capacity` CEPs.
-  init(capacity: Int) {
+  /// A memo of at most `capacity` CEPs, with room for `reserving` of them set aside at once
+  /// (when the caller knows how many will come: no rehashing and no copying as it fills).
+  init(capacity: Int, reserving: Int = 0) {
     // An entry index is an Int32; two billion CEPs is more than exist.
     self.capacity = min(max(0, capacity), Int(Int32.max))
+    let reserved = min(self.capacity, max(0, reserving))
+    guard reserved > 0 else { return }
+    entries.reserveCapacity(reserved)
+    keys.reserveCapacity(reserved)
+    values.reserveCapacity(reserved)
+    older.reserveCapacity(reserved)
+    newer.reserveCapacity(reserved)
   }
 
   /// How many CEPs the memo holds.
   var count: Int { keys.count }
 
+  /// What the memo knows of one CEP.
+  enum State {
+    /// Its answer (an address, or "does not exist"); now the most recently used.
+    case answered(LookupResult)
+    /// It is asked, by the ask `id`, and not answered yet.
+    case waiting(ask: Int32)
+    /// Nothing.
+    case unknown
+  }
+
+  /// What the memo knows of `cep`; an answer becomes the most recently used.
+  mutating func state(of cep: Int) -> State {
+    guard let entry = entries[cep] else { return .unknown }
+    return state(of: entry)
+  }
+
+  /// What the memo knows of `cep`, in one hash probe: when it knows nothing, `cep` now waits
+  /// for `ask` (an ask no other CEP waits for) and the answer is ``State/unknown``.
+  mutating func state(of cep: Int, orWaitFor ask: Int32) -> State {
+    let marker = -(ask + 1)
+    // The `default:` subscript's modify accessor inserts the marker when `cep` is absent; no
+    // other CEP waits for `ask`, so finding the marker means it was just inserted.
+    let entry = Self.read(&entries[cep, default: marker])
+    return entry == marker ? .unknown : state(of: entry)
+  }
+
+  private static func read(_ value: inout Int32) -> Int32 { value }
+
+  private mutating func state(of entry: Int32) -> State {
+    guard entry >= 0 else { return .waiting(ask: -(entry + 1)) }
+    touch(entry)
+    return .answered(values[Int(entry)])
+  }
+
+  /// Forgets that `cep` is asked (its ask failed: a later row asks again). An answer kept
+  /// for it is left alone.
+  mutating func stopWaiting(for cep: Int) {
+    if let entry = entries[cep], entry < 0 { entries[cep] = nil }
+  }
+
   /// The answer kept for `cep` (now the most recently used): `.some(nil)` for a CEP that does
   /// not exist, `nil` when the memo does not hold `cep`.
   mutating func answer(for cep: Int) -> Address?? {
-    guard let entry = entries[cep] else { return nil }
-    touch(entry)
-    return .some(values[Int(entry)])
+    guard case .answered(let answer) = state(of: cep) else { return nil }
+    return .some(answer.address)
   }
 
-  /// Keeps `answer` for `cep` as the most recently used; returns the CEP forgotten to make
-  /// room, if any.
+  /// Keeps `answer` for `cep` as the most recently used (`cep` no longer waits); returns the
+  /// CEP forgotten to make room, if any.
   @discardableResult
-  mutating func keep(_ answer: Address?, for cep: Int) -> Int? {
-    guard capacity > 0 else { return nil }
-    if let entry = entries[cep] {
+  mutating func keep(_ address: Address?, for cep: Int) -> Int? {
+    keep(address.map(LookupResult.init(found:)) ?? .notFound, for: cep)
+  }
+
+  /// Keeps `answer` (a found address, or not found) for `cep`, as keeping an address
+  /// does; the answer is shared, not copied.
+  @discardableResult
+  mutating func keep(_ answer: LookupResult, for cep: Int) -> Int? {
+    let position = entries.index(forKey: cep)
+    let known = position.map { entries.values[$0] }
+    guard capacity > 0 else {
+      if let position, let known, known < 0 { entries.remove(at: position) }
+      return nil
+    }
+    if let entry = known, entry >= 0 {
       values[Int(entry)] = answer
       touch(entry)
       return nil
@@ -53,7 +115,7 @@ struct LookupMemo {
       values.append(answer)
       older.append(Self.none)
       newer.append(Self.none)
-      entries[cep] = entry
+      if let position { entries.values[position] = entry } else { entries[cep] = entry }
       pushNewest(entry)
       return nil
     }

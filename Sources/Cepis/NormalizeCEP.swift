@@ -61,6 +61,15 @@ func cepNumber(_ bytes: some Collection<UInt8>) -> Int? {
   return count == 8 ? value : nil
 }
 
+/// The CEP number of an input field (`" 01001-000 "` → `1001000`), or `nil` when it is not a
+/// CEP: the rules of ``normalizeCEP(_:)`` without building a string or an error.
+package func cepNumber(ofField text: String) -> Int? {
+  if let number = cepNumber(text.utf8) { return number }
+  // Only non-ASCII whitespace (a no-break space pasted from a web page) can still make a CEP.
+  guard text.utf8.contains(where: { $0 >= 0x80 }) else { return nil }
+  return cepNumber(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+}
+
 /// The 8-digit string of a CEP number (`1001000` → `"01001000"`).
 package func cepString(_ number: Int) -> String {
   var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0)

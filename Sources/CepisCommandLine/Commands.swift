@@ -58,7 +58,8 @@ enum Commands {
       in input order; input bytes, quoting, BOM and line ends are kept. Blank lines are
       copied as they are. Each distinct CEP is asked once per run while the memo holds
       it, 500 to a request; a partial request only at the end of the input or when the
-      read-ahead is full. The summary shows the requests sent and the fewest possible.
+      read-ahead is full and its oldest row waits for a CEP no request carries. The
+      summary shows the requests sent and the fewest possible.
       Ctrl-C writes the rows already answered, leaving a valid CSV; --resume continues it
       (with an empty memo: CEPs answered before the interruption are asked again).
       """,

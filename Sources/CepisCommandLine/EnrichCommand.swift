@@ -12,19 +12,18 @@ import Foundation
 
 /// `cepis enrich INPUT.csv [-o OUTPUT.csv]`: the bulk job.
 ///
-/// Streams the input (64 KiB reads), answers each row's CEP from a run-wide memo or through
-/// the batch endpoint — full chunks of 500 while reading, each distinct CEP asked at most
-/// once per run while the memo holds it — and writes each row as its exact input bytes plus
-/// the appended fields and its own line end, in input order. See ``EnrichJob``.
+/// Streams the input (64 KiB reads) through `Client.lookups` — full chunks of 500 while
+/// reading, each distinct CEP asked at most once per run while the stream's memo holds it —
+/// and writes each row as its exact input bytes plus the appended fields and its own line
+/// end, in input order. See ``EnrichJob``.
 enum EnrichCommand {
   /// The columns appended to every row.
   static let appendedColumns = [
     "logradouro", "complemento", "bairro", "localidade", "uf", "ibge", "cepis_status",
   ]
 
-  /// Distinct CEPs the memo keeps by default: about 27 MB of answers at the bound (68 bytes
-  /// an entry with a 24-byte street), so that a run whose memo is full stays well within
-  /// 96 MB, FoundationNetworking's own growth included.
+  /// Distinct CEPs the `lookups` stream's memo keeps by default (an answer is one shared
+  /// `Address`, about 300 bytes with its strings: about 120 MB at the bound).
   static let defaultMemo = 400_000
   /// Rows read ahead of the oldest row still waiting for its answer, by default.
   static let defaultWindow = 20_000

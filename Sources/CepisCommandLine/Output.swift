@@ -54,6 +54,14 @@ enum CEPStatus: Sendable, Equatable {
   }
 }
 
+/// What became of one input CEP.
+enum Resolution: Sendable, Equatable {
+  case found(Address)
+  case notFound
+  case invalid
+  case failed(CepisError)
+}
+
 /// The result of looking up one input.
 struct CEPResult: Sendable, Equatable {
   /// The input as given.
@@ -83,6 +91,21 @@ struct CEPResult: Sendable, Equatable {
     case .failed(let error):
       status = .error(kind: error.kind)
       message = error.message
+    }
+  }
+
+  /// The result of a `lookups` answer for `input`: a malformed CEP is `invalid`; any other
+  /// failure (a 400 for a whole chunk included) is the chunk's error.
+  init(input: String, answer: Result<Address?, CepisError>) {
+    switch answer {
+    case .success(let address?): self.init(input: input, resolution: .found(address))
+    case .success(nil): self.init(input: input, resolution: .notFound)
+    case .failure(let error):
+      if case .invalidCEP = error, cepNumber(ofField: input) == nil {
+        self.init(input: input, resolution: .invalid)
+      } else {
+        self.init(input: input, resolution: .failed(error))
+      }
     }
   }
 

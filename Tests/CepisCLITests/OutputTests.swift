@@ -110,23 +110,32 @@ struct OutputTests {
     #expect(console.capturedOut == "[]\n")
   }
 
-  /// The fields `enrich` appends, through the code that writes them: the memo for answers,
-  /// the job for malformed CEPs and failed chunks.
+  /// The fields `enrich` appends, through the code that writes them.
   @Test func enrichAppendedFields() {
     let quoted = Address(
       cep: "01001000", logradouro: "Rua \"A\", 1", localidade: "São Paulo", uf: "SP")
-    var memo = EnrichMemo(capacity: 4)
     var found: [UInt8] = []
-    memo.insert(1_001_000, quoted, appendingTo: &found) { _ in }
+    EnrichAnswer.appendFound(quoted, to: &found)
     #expect(String(decoding: found, as: UTF8.self) == ",\"Rua \"\"A\"\", 1\",,,São Paulo,SP,,ok")
-    var missing: [UInt8] = []
-    memo.insert(99_999_999, nil, appendingTo: &missing) { _ in }
-    #expect(String(decoding: missing, as: UTF8.self) == ",,,,,,,not_found")
-    #expect(String(decoding: EnrichJob.invalidAnswer, as: UTF8.self) == ",,,,,,,invalid")
+    #expect(String(decoding: EnrichAnswer.notFound, as: UTF8.self) == ",,,,,,,not_found")
+    #expect(String(decoding: EnrichAnswer.invalid, as: UTF8.self) == ",,,,,,,invalid")
     #expect(
       String(
-        decoding: EnrichJob.failureAnswer(.serverError(message: "x", status: 503)),
+        decoding: EnrichAnswer.failure(.serverError(message: "x", status: 503)),
         as: UTF8.self) == ",,,,,,,error: server_error")
+  }
+
+  @Test func cepSetCountsDistinctMembers() {
+    let set = CEPSet()
+    #expect(!set.contains(0))
+    for value in stride(from: 0, to: 100_000_000, by: 99_991) { set.insert(value) }
+    #expect(set.count == 1_001)
+    #expect(!set.insert(-1) && !set.insert(100_000_000) && !set.contains(100_000_000))
+    let insertedAgain = set.insert(99_991)
+    #expect(!insertedAgain)
+    #expect(set.contains(0) && set.contains(99_991 * 1_000))
+    #expect(!set.contains(1))
+    #expect(set.count == 1_001)
   }
 
   @Test func completeRecordsIgnoresAPartialTail() throws {

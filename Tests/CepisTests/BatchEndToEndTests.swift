@@ -68,6 +68,33 @@ struct BatchEndToEndTests {
     }
   }
 
+  @Test(
+    "spellings of one CEP are one CEP, sent in first-seen order; malformed ones get nil",
+    arguments: Transport.availableKinds)
+  func spellings(transport: Transport.Kind) async throws {
+    try await withMockServer { server in
+      let inputs = ["01001-000", "bad", "01001000", "20040-002", " 01001000 ", ""]
+      let result = try await fastClient(server, transport).lookupMany(inputs)
+      #expect(result == expected(server, inputs))
+      #expect(result[1] == nil && result[5] == nil)
+      #expect(result[0] != nil && result[0] == result[2] && result[0] == result[4])
+      #expect(requests(server, on: .csv).map { $0.queryItems["ceps"] } == ["01001000,20040002"])
+    }
+  }
+
+  @Test("a batch the server refuses (400) throws invalidCEP", arguments: Transport.availableKinds)
+  func refusedBatch(transport: Transport.Kind) async throws {
+    try await withMockServer { server in
+      server.script(.csv, [.status(400)])
+      await #expect {
+        try await fastClient(server, transport, maxAttempts: 1).lookupMany(["01001000", "x"])
+      } throws: { error in
+        guard case .invalidCEP = error as? CepisError else { return false }
+        return true
+      }
+    }
+  }
+
   @Test("nothing valid means nothing sent", arguments: Transport.availableKinds)
   func nothingValid(transport: Transport.Kind) async throws {
     try await withMockServer { server in

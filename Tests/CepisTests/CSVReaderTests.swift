@@ -90,25 +90,8 @@ struct CSVReaderTests {
   }
 }
 
-@Suite("Batch planning")
-struct BatchPlanTests {
-  @Test("malformed inputs get no slot, duplicates are sent once, order is first-seen")
-  func plan() {
-    let plan = BatchPlan(
-      inputs: ["01001-000", "bad", "01001000", "20040-002", " 01001000 ", ""], chunkSize: 500)
-    #expect(plan.slotIndices == [0, nil, 0, 1, 0, nil])
-    #expect(plan.distinct == ["01001000", "20040002"])
-    #expect(plan.chunks == [["01001000", "20040002"]])
-  }
-
-  @Test("distinct CEPs are cut into chunks of the batch size")
-  func chunks() {
-    let inputs = (0..<1_234).map { String(format: "%08d", 10_000_000 + $0) }
-    let plan = BatchPlan(inputs: inputs + inputs, chunkSize: 500)
-    #expect(plan.chunks.map(\.count) == [500, 500, 234])
-    #expect(Set(plan.chunks.joined()).count == 1_234)
-  }
-
+@Suite("Batch answers")
+struct BatchAnswerTests {
   @Test("rows are matched by their own cep column, never by position")
   func matchesByCEP() throws {
     let body = """

@@ -21,7 +21,16 @@ struct LookupMemoTests {
     let capacity: Int
     var answers: [Int: Address?] = [:]
     var stamps: [Int: Int] = [:]
+    /// CEPs asked and not answered, with their ask.
+    var waiting: [Int: Int32] = [:]
     var clock = 0
+
+    mutating func state(of cep: Int, orWaitFor ask: Int32) -> String {
+      if let ask = waiting[cep] { return "waiting \(ask)" }
+      if let answer = self.answer(for: cep) { return "answered \(String(describing: answer))" }
+      waiting[cep] = ask
+      return "unknown"
+    }
 
     mutating func answer(for cep: Int) -> Address?? {
       guard let answer = answers[cep] else { return nil }
@@ -31,6 +40,7 @@ struct LookupMemoTests {
     }
 
     mutating func keep(_ answer: Address?, for cep: Int) -> Int? {
+      waiting[cep] = nil
       guard capacity > 0 else { return nil }
       var forgotten: Int?
       if answers[cep] == nil && answers.count == capacity {
@@ -68,9 +78,27 @@ struct LookupMemoTests {
     // fewer operations there.
     let operations = capacity >= 1_000 ? Self.operations / 4 : Self.operations
     var evictions = 0
+    var nextAsk: Int32 = 0
     for step in 0..<operations {
       let cep = Int(random.next() % keySpace) * 9_973
       switch random.next() % 10 {
+      case 8:
+        // A row's probe: its CEP's answer, the ask it waits for, or (unknown) a new ask.
+        let got: String
+        switch memo.state(of: cep, orWaitFor: nextAsk) {
+        case .answered(let answer): got = "answered \(String(describing: answer.address))"
+        case .waiting(let ask): got = "waiting \(ask)"
+        case .unknown: got = "unknown"
+        }
+        let expected = reference.state(of: cep, orWaitFor: nextAsk)
+        guard got == expected else {
+          return "step \(step): state of \(cep) is \(got), not \(expected)"
+        }
+        if got == "unknown" { nextAsk += 1 }
+      case 9:
+        // An ask that failed: its CEP is no longer waited for; an answer kept stays.
+        memo.stopWaiting(for: cep)
+        reference.waiting[cep] = nil
       case 0..<5:
         let answer: Address? =
           random.next() % 8 == 0

@@ -1,0 +1,76 @@
+import Cepis
+import CepisSupport
+
+/// What `enrich` wrote for one row.
+enum EnrichStatus: UInt8, Sendable {
+  case found
+  case notFound
+  case invalid
+  case failed
+  case blank
+}
+
+/// The fields `enrich` appends to a row: `,logradouro,complemento,bairro,localidade,uf,ibge`
+/// and `,cepis_status`, written straight into the output buffer.
+enum EnrichAnswer {
+  /// The appended fields of a row whose CEP does not exist.
+  static let notFound = Array(",,,,,,,not_found".utf8)
+
+  /// The appended fields of a row whose CEP is malformed: never sent.
+  static let invalid = Array(",,,,,,,invalid".utf8)
+
+  /// The appended fields of every row of a chunk that failed with `error`: empty address
+  /// fields and `error: <kind>` for the status.
+  static func failure(_ error: CepisError) -> [UInt8] {
+    var appended = Array(",,,,,,".utf8)
+    appendCSVField("error: \(error.kind)", to: &appended)
+    return appended
+  }
+
+  /// Appends the fields of a found address to `out`; a field is quoted only when it holds a
+  /// comma, a quote or a line break.
+  static func appendFound(_ address: Address, to out: inout [UInt8]) {
+    appendCSVField(address.logradouro, to: &out)
+    appendCSVField(address.complemento, to: &out)
+    appendCSVField(address.bairro, to: &out)
+    appendCSVField(address.localidade, to: &out)
+    appendCSVField(address.uf, to: &out)
+    appendCSVField(address.ibge, to: &out)
+    out.append(contentsOf: ",ok".utf8)
+  }
+
+  /// Appends the fields of the address a shared answer holds, reading each field in place
+  /// (the address is not copied out of the answer: no retain of its other strings).
+  static func appendFound(_ answer: LookupResult, to out: inout [UInt8]) {
+    appendField(answer.fields.logradouro, to: &out)
+    appendField(answer.fields.complemento, to: &out)
+    appendField(answer.fields.bairro, to: &out)
+    appendField(answer.fields.localidade, to: &out)
+    appendField(answer.fields.uf, to: &out)
+    appendField(answer.fields.ibge, to: &out)
+    out.append(contentsOf: ",ok".utf8)
+  }
+
+  /// `,` and `text`: its bytes copied straight from the string's storage when nothing in it
+  /// needs quoting (nearly always), else quoted by ``CSVField``.
+  @inline(__always)
+  private static func appendField(_ text: String, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: ","))
+    let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+      for byte in bytes
+      where byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13 {
+        return false
+      }
+      out.append(contentsOf: bytes)
+      return true
+    }
+    if copied != true { CSVField.append(text, to: &out) }
+  }
+}
+
+/// Appends `,` and `text` as one CSV field, quoted per RFC 4180 when it holds a comma, a
+/// quote or a line break (``CSVField``, the package's one field writer).
+func appendCSVField(_ text: String, to out: inout [UInt8]) {
+  out.append(UInt8(ascii: ","))
+  CSVField.append(text, to: &out)
+}

@@ -1,0 +1,148 @@
+import Cepis
+import CepisSupport
+import Foundation
+
+/// One data row of an `enrich` input: its exact bytes and line end (written back untouched)
+/// and its CEP, parsed once, as the row type of the `lookups` stream.
+struct EnrichRow: Sendable {
+  /// The record's bytes, without its line end.
+  var bytes: [UInt8]
+  /// Its line end (`\n`, `\r\n`, or nothing on a last line without one).
+  var terminator: [UInt8]
+  /// The input line the record starts on.
+  var line: Int
+  /// The CEP of the CEP column as a number, or `nil` when it is not a CEP.
+  var cep: Int?
+  /// An empty line: written back as it is, with nothing appended.
+  var isBlank: Bool
+
+  /// The CEP the stream looks up: its 8 digits, or an empty string (malformed: never sent).
+  static let cepText: @Sendable (EnrichRow) -> String = { row in row.cep.map(cepString) ?? "" }
+}
+
+/// The input of one `enrich` run: the file, its CSV reader and what the summary and the
+/// progress line need from the reading (bytes read, distinct CEPs seen).
+///
+/// `@unchecked Sendable`: the `lookups` stream needs a `Sendable` sequence of rows, and this
+/// reader is the state of that sequence. It is used by one task at a time — the job reads the
+/// header and the rows to skip before the stream starts, then only the stream's iterator
+/// reads rows, on the job's consumer task, which also reads the counters between two calls
+/// to the iterator. Nothing touches it concurrently.
+final class EnrichReader: @unchecked Sendable {
+  let input: InputFile
+  /// The index of the CEP column (set once the header is read).
+  var column = 0
+  /// Bytes of the input consumed so far.
+  private(set) var bytesRead = 0
+  /// Distinct valid CEPs in the rows read so far.
+  var distinct: Int { seen.count }
+
+  private var reader = CSVReader(keepRawBytes: true)
+  private var done = false
+  private let seen = CEPSet()
+
+  init(input: InputFile) {
+    self.input = input
+  }
+
+  /// Whether the input began with a UTF-8 byte order mark.
+  var sawByteOrderMark: Bool { reader.sawByteOrderMark }
+
+  /// The next record, reading more input as needed; `nil` at the end.
+  func nextRecord() throws -> CSVRecord? {
+    while true {
+      if let record = try reader.next() {
+        bytesRead += record.rawBytes.count + record.terminator.count
+        return record
+      }
+      if done { return nil }
+      let chunk = try input.read()
+      if chunk.isEmpty {
+        reader.finish()
+        done = true
+      } else {
+        reader.append(chunk)
+      }
+    }
+  }
+
+  /// The next data row; `nil` at the end.
+  ///
+  /// - Throws: `CSVError` for a malformed record, or the read's error; reading stops there.
+  func nextRow() throws -> EnrichRow? {
+    let record: CSVRecord?
+    do {
+      record = try nextRecord()
+    } catch {
+      // What was buffered is of no more use.
+      reader = CSVReader(keepRawBytes: true)
+      done = true
+      throw error
+    }
+    guard let record else { return nil }
+    if record.rawBytes.isEmpty && record.isBlank {
+      return EnrichRow(
+        bytes: [], terminator: record.terminator, line: record.line, cep: nil, isBlank: true)
+    }
+    let field = column < record.fields.count ? record.fields[column] : ""
+    let cep = cepNumber(ofField: field)
+    if let cep { seen.insert(cep) }
+    return EnrichRow(
+      bytes: record.rawBytes, terminator: record.terminator, line: record.line, cep: cep,
+      isBlank: false)
+  }
+}
+
+/// The data rows of an `enrich` input, read as the `lookups` stream asks for them.
+struct EnrichRows: AsyncSequence, Sendable {
+  typealias Element = EnrichRow
+  let reader: EnrichReader
+
+  func makeAsyncIterator() -> Iterator { Iterator(reader: reader) }
+
+  struct Iterator: AsyncIteratorProtocol {
+    let reader: EnrichReader
+
+    mutating func next() async throws -> EnrichRow? { try reader.nextRow() }
+  }
+}
+
+/// A set of CEP numbers: one bit for each of the 100,000,000 possible CEPs, in zeroed memory
+/// the system hands out a page at a time when first written (a page covers 32,768
+/// consecutive CEPs), so an empty set costs nothing and a full one 12.5 MB at most. A
+/// reference type: one owner, never copied.
+final class CEPSet {
+  private static let words = 100_000_000 / 64 + 1
+  private let bits: UnsafeMutablePointer<UInt64>
+  /// How many members.
+  private(set) var count = 0
+
+  init() {
+    // calloc, not a Swift array: an array would write every zero and make all 12.5 MB
+    // resident at once.
+    guard let memory = calloc(Self.words, MemoryLayout<UInt64>.stride) else {
+      fatalError("cannot reserve 12.5 MB of address space for the CEP set")
+    }
+    bits = memory.bindMemory(to: UInt64.self, capacity: Self.words)
+  }
+
+  deinit { free(bits) }
+
+  /// Whether `cep` (0 to 99,999,999) is a member.
+  func contains(_ cep: Int) -> Bool {
+    guard count > 0, cep >= 0, cep < 100_000_000 else { return false }
+    return bits[cep >> 6] & (1 << UInt64(cep & 63)) != 0
+  }
+
+  /// Adds `cep` (0 to 99,999,999; anything else is ignored); `false` when it was already a
+  /// member.
+  @discardableResult
+  func insert(_ cep: Int) -> Bool {
+    guard cep >= 0, cep < 100_000_000 else { return false }
+    let mask: UInt64 = 1 << UInt64(cep & 63)
+    guard bits[cep >> 6] & mask == 0 else { return false }
+    bits[cep >> 6] |= mask
+    count += 1
+    return true
+  }
+}
