@@ -39,32 +39,26 @@ enum EnrichAnswer {
     out.append(contentsOf: ",ok".utf8)
   }
 
-  /// Appends the fields of the address a shared answer holds, reading each field in place
-  /// (the address is not copied out of the answer: no retain of its other strings).
+  /// Appends the fields of the address a shared answer holds, reading each field's bytes in
+  /// place (a batch answer's fields are never made into strings, nor the address copied).
   static func appendFound(_ answer: LookupResult, to out: inout [UInt8]) {
-    appendField(answer.fields.logradouro, to: &out)
-    appendField(answer.fields.complemento, to: &out)
-    appendField(answer.fields.bairro, to: &out)
-    appendField(answer.fields.localidade, to: &out)
-    appendField(answer.fields.uf, to: &out)
-    appendField(answer.fields.ibge, to: &out)
+    for field in AddressTextField.allCases {
+      answer.fields.withUTF8(field) { appendField($0, to: &out) }
+    }
     out.append(contentsOf: ",ok".utf8)
   }
 
-  /// `,` and `text`: its bytes copied straight from the string's storage when nothing in it
-  /// needs quoting (nearly always), else quoted by ``CSVField``.
+  /// `,` and a field: its bytes copied as they are when nothing in them needs quoting (nearly
+  /// always), else quoted by ``CSVField``.
   @inline(__always)
-  private static func appendField(_ text: String, to out: inout [UInt8]) {
+  private static func appendField(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
     out.append(UInt8(ascii: ","))
-    let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-      for byte in bytes
-      where byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13 {
-        return false
-      }
-      out.append(contentsOf: bytes)
-      return true
+    for byte in bytes
+    where byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13 {
+      CSVField.append(String(decoding: bytes, as: UTF8.self), to: &out)
+      return
     }
-    if copied != true { CSVField.append(text, to: &out) }
+    out.append(contentsOf: bytes)
   }
 }
 
