@@ -103,6 +103,20 @@ public struct Address: Sendable, Hashable, Codable {
     }
   }
 
+  /// Calls `body` with the UTF-8 bytes of each text field in turn, in the API's column order
+  /// (``AddressTextField``): one look at the storage for all six.
+  package func forEachUTF8Field(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+    switch text {
+    case .packed(_, let fields):
+      for field in AddressTextField.allCases { fields.withUTF8(field, body) }
+    case .strings(let strings):
+      for field in AddressTextField.allCases {
+        var value = strings[field]
+        value.withUTF8(body)
+      }
+    }
+  }
+
   private mutating func set(_ field: AddressText.Field, _ value: String) {
     text = .strings(text.unpacked.replacing(field, with: value))
   }

@@ -42,9 +42,7 @@ enum EnrichAnswer {
   /// Appends the fields of the address a shared answer holds, reading each field's bytes in
   /// place (a batch answer's fields are never made into strings, nor the address copied).
   static func appendFound(_ answer: LookupResult, to out: inout [UInt8]) {
-    for field in AddressTextField.allCases {
-      answer.fields.withUTF8(field) { appendField($0, to: &out) }
-    }
+    answer.fields.forEachUTF8Field { appendField($0, to: &out) }
     out.append(contentsOf: ",ok".utf8)
   }
 

@@ -170,6 +170,11 @@ struct BatchRowDecoderTests {
       #expect(fromPacked == built.withUTF8(field) { Array($0) })
       #expect(String(decoding: fromPacked, as: UTF8.self) == built.text[field])
     }
+    var packedFields: [[UInt8]] = []
+    var builtFields: [[UInt8]] = []
+    packed.forEachUTF8Field { packedFields.append(Array($0)) }
+    built.forEachUTF8Field { builtFields.append(Array($0)) }
+    #expect(packedFields == builtFields && packedFields.count == 6)
     #expect(packed.hashValue == built.hashValue)
     #expect(Set([packed, built]).count == 1)
     let encoder = JSONEncoder()
