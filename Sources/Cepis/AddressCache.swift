@@ -283,6 +283,13 @@ public final class AddressCache: Sendable {
     return await perform("be read") { try $0.entries(for: [cep], now: now) }?[cep]
   }
 
+  /// The entries held for `ceps`, whatever their edition (the stale answers of a bulk chunk
+  /// that failed). Empty when the cache cannot be read.
+  package func anyEntries(for ceps: [Int]) async -> [Int: CacheEntry] {
+    let now = self.now()
+    return await perform("be read") { try $0.entries(for: ceps, now: now) } ?? [:]
+  }
+
   /// Stores cep.is's answers of `edition` in one transaction (one chunk): an address, or
   /// `nil` for "does not exist". Answers whose ``Address/source`` is not cep.is are skipped.
   package func store(

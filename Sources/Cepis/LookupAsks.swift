@@ -35,6 +35,11 @@ final class LookupAsks {
   }
 
   private let client: Client
+  private let cache: AddressCache?
+  private let editionCheck: EditionCheck
+  /// The live edition this run's chunks read and store the cache under, learnt once, when
+  /// the first chunk goes out (`nil` without a cache).
+  private var edition: Task<String?, Never>?
   private let chunksInFlight: Int
   private var slots: [Slot] = []
   private var freeSlots: [Int32] = []
@@ -43,11 +48,26 @@ final class LookupAsks {
   private var memo: LookupMemo
   private var chunks: [Int: Task<Void, Never>] = [:]
   private var nextChunk = 0
+  private var requests = 0
+  private var cacheHits = 0
   private let mailbox = ChunkMailbox()
 
+  /// How a run with a cache learns the live edition.
   @usableFromInline
-  init(client: Client, options: BulkOptions, expectedCEPs: Int) {
+  enum EditionCheck: Sendable {
+    /// Asks `/health` once for the run (a stream, a batch of several chunks).
+    case refresh
+    /// The edition known within the revalidation interval (a batch of one chunk).
+    case live
+  }
+
+  @usableFromInline
+  init(
+    client: Client, options: BulkOptions, expectedCEPs: Int, editionCheck: EditionCheck = .refresh
+  ) {
     self.client = client
+    self.cache = client.cache
+    self.editionCheck = editionCheck
     self.chunksInFlight = options.chunksInFlight
     self.memo = LookupMemo(capacity: options.memoCapacity, reserving: expectedCEPs)
   }
@@ -59,7 +79,7 @@ final class LookupAsks {
   /// What the iteration has spent so far.
   @usableFromInline
   var statistics: LookupStatistics {
-    LookupStatistics(requests: nextChunk, memoEvictions: memo.evictions)
+    LookupStatistics(requests: requests, memoEvictions: memo.evictions, cacheHits: cacheHits)
   }
 
   /// Whether a chunk's request is running (its outcome will come).
@@ -163,23 +183,60 @@ final class LookupAsks {
 
   private func send(_ ids: [Int32]) {
     for id in ids { slots[Int(id)].sent = true }
-    let ceps = ids.map { cepString(slots[Int($0)].cep) }
+    let numbers = ids.map { slots[Int($0)].cep }
     let chunk = nextChunk
     nextChunk += 1
     let client = self.client
     let mailbox = self.mailbox
+    let cached = cachedChunk()
+    let start = ChunkOutcome(chunk: chunk, asks: ids, answers: [], requested: true, cacheHits: 0)
     chunks[chunk] = Task {
-      let answers: Result<[Address?], CepisError>
-      do {
-        answers = .success(try await client.fetchChunk(positionsOf: ceps))
-      } catch let error as CepisError {
-        answers = .failure(error)
-      } catch is CancellationError {
-        answers = .failure(.networkError(message: "cancelled"))
-      } catch {
-        answers = .failure(.networkError(message: "\(error)"))
+      let outcome = await LookupAsks.outcome(
+        of: start, numbers: numbers, client: client, cached: cached)
+      mailbox.post(outcome)
+    }
+  }
+
+  /// `outcome` (the chunk and its asks) with the answers for `numbers`.
+  static func outcome(
+    of outcome: ChunkOutcome, numbers: [Int], client: Client, cached: CachedChunk?
+  ) async -> ChunkOutcome {
+    if let cached {
+      return await cached.answer(numbers, client: client, chunk: outcome.chunk, asks: outcome.asks)
+    }
+    var outcome = outcome
+    outcome.answers = await fetch(numbers.map(cepString), client: client)
+      .perAsk(count: numbers.count)
+    return outcome
+  }
+
+  /// How the next chunk goes through the cache (`nil` without one); the first starts the
+  /// run's edition check.
+  private func cachedChunk() -> CachedChunk? {
+    guard let cache else { return nil }
+    if let edition { return CachedChunk(cache: cache, edition: edition) }
+    let client = self.client
+    let check = editionCheck
+    let task = Task<String?, Never> {
+      switch check {
+      case .refresh: await cache.refreshEdition(using: client)
+      case .live: await cache.liveEdition(using: client)
       }
-      mailbox.post(ChunkOutcome(chunk: chunk, asks: ids, answers: answers))
+    }
+    edition = task
+    return CachedChunk(cache: cache, edition: task)
+  }
+
+  /// The answers of `/csv` for `ceps`, in their order, or why there are none.
+  static func fetch(_ ceps: [String], client: Client) async -> Result<[Address?], CepisError> {
+    do {
+      return .success(try await client.fetchChunk(positionsOf: ceps))
+    } catch let error as CepisError {
+      return .failure(error)
+    } catch is CancellationError {
+      return .failure(.networkError(message: "cancelled"))
+    } catch {
+      return .failure(.networkError(message: "\(error)"))
     }
   }
 
@@ -203,22 +260,29 @@ final class LookupAsks {
 
   private func apply(_ outcome: ChunkOutcome) {
     chunks[outcome.chunk] = nil
-    switch outcome.answers {
-    case .success(let answers):
-      for (position, id) in outcome.asks.enumerated() {
-        let index = Int(id)
+    if outcome.requested { requests += 1 }
+    cacheHits += outcome.cacheHits
+    var failure: (error: CepisError, result: LookupResult)?
+    for (position, id) in outcome.asks.enumerated() {
+      let index = Int(id)
+      switch outcome.answers[position] {
+      case .found(let address):
         // The ask closes: a row read from now on is answered by the memo, or asks again.
-        let answer = answers[position].map(LookupResult.init(found:)) ?? .notFound
+        let answer = LookupResult(found: address)
         memo.keep(answer, for: slots[index].cep)
         slots[index].answer = answer
-      }
-    case .failure(let error):
-      let failure = LookupResult(failure: error)
-      for id in outcome.asks {
-        let index = Int(id)
+      case .notFound:
+        memo.keep(.notFound, for: slots[index].cep)
+        slots[index].answer = .notFound
+      case .stale(let address):
         // Not kept: a later row with this CEP asks again.
         memo.stopWaiting(for: slots[index].cep)
-        slots[index].answer = failure
+        slots[index].answer = LookupResult(found: address)
+      case .failed(let error):
+        // Not kept: a later row with this CEP asks again. One result for the chunk's failure.
+        if failure?.error != error { failure = (error, LookupResult(failure: error)) }
+        memo.stopWaiting(for: slots[index].cep)
+        slots[index].answer = failure?.result
       }
     }
   }
@@ -232,11 +296,36 @@ package struct LookupStatistics: Sendable, Hashable {
   package var requests: Int
   /// CEPs the memo forgot to make room.
   package var memoEvictions: Int
+  /// CEPs the cache answered fresh (of the live edition), with no request.
+  package var cacheHits: Int
 
   /// Figures of an iteration (nothing spent by default).
-  package init(requests: Int = 0, memoEvictions: Int = 0) {
+  package init(requests: Int = 0, memoEvictions: Int = 0, cacheHits: Int = 0) {
     self.requests = requests
     self.memoEvictions = memoEvictions
+    self.cacheHits = cacheHits
+  }
+}
+
+/// The answer for one ask of a chunk.
+enum ChunkAnswer: Sendable {
+  /// The address, fresh (from `/csv`, or the cache's of the live edition).
+  case found(Address)
+  /// The CEP does not exist.
+  case notFound
+  /// The chunk failed; a kept address of another edition (marked) stands in.
+  case stale(Address)
+  /// The chunk failed and nothing stands in.
+  case failed(CepisError)
+}
+
+extension Result<[Address?], CepisError> {
+  /// One answer per ask, in the chunk's order.
+  func perAsk(count: Int) -> [ChunkAnswer] {
+    switch self {
+    case .success(let answers): answers.map { $0.map(ChunkAnswer.found) ?? .notFound }
+    case .failure(let error): [ChunkAnswer](repeating: .failed(error), count: count)
+    }
   }
 }
 
@@ -244,7 +333,72 @@ package struct LookupStatistics: Sendable, Hashable {
 struct ChunkOutcome: Sendable {
   var chunk: Int
   var asks: [Int32]
-  var answers: Result<[Address?], CepisError>
+  /// One per ask, in the same order.
+  var answers: [ChunkAnswer]
+  /// Whether `/csv` was asked (not when the cache answered every CEP).
+  var requested: Bool
+  /// CEPs the cache answered fresh.
+  var cacheHits: Int
+}
+
+/// A chunk through the cache, run in the chunk's own task: the fresh answers of the live
+/// edition answer their CEPs, `/csv` is asked only for the rest (not at all when none is
+/// left), and its answers are stored in one transaction. When the request fails after its
+/// retries, a kept address of any edition stands in for each remaining CEP (see
+/// `Client.standIn(for:liveEdition:)`); the rest fail. No edition known (the edition check
+/// failed and none was ever seen): nothing is read or stored, but the stand-ins still apply.
+struct CachedChunk: Sendable {
+  let cache: AddressCache
+  let edition: Task<String?, Never>
+
+  func answer(_ numbers: [Int], client: Client, chunk: Int, asks: [Int32]) async -> ChunkOutcome {
+    let live = await edition.value
+    var fresh: [Int: Address?] = [:]
+    if let live { fresh = await cache.batchAnswers(for: numbers, edition: live) }
+    var answers = [ChunkAnswer?](repeating: nil, count: numbers.count)
+    var asked: [Int] = []
+    var askedPositions: [Int] = []
+    for (position, number) in numbers.enumerated() {
+      if let kept = fresh[number] {
+        answers[position] = kept.map(ChunkAnswer.found) ?? .notFound
+      } else {
+        asked.append(number)
+        askedPositions.append(position)
+      }
+    }
+    let hits = numbers.count - asked.count
+    guard !asked.isEmpty else {
+      return ChunkOutcome(
+        chunk: chunk, asks: asks, answers: answers.map { $0 ?? .notFound }, requested: false,
+        cacheHits: hits)
+    }
+    switch await LookupAsks.fetch(asked.map(cepString), client: client) {
+    case .success(let found):
+      for (offset, position) in askedPositions.enumerated() {
+        answers[position] = found[offset].map(ChunkAnswer.found) ?? .notFound
+      }
+      if let live, !Task.isCancelled {
+        await cache.store(
+          Array(zip(asked, found).map { (cep: $0.0, address: $0.1) }), kind: .batch,
+          edition: live)
+      }
+    case .failure(let error):
+      let kept = Task.isCancelled ? [:] : await cache.anyEntries(for: asked)
+      for (offset, position) in askedPositions.enumerated() {
+        if let entry = kept[asked[offset]],
+          var address = Client.standIn(for: entry, liveEdition: live)
+        {
+          address.geo = nil
+          answers[position] = .stale(address)
+        } else {
+          answers[position] = .failed(error)
+        }
+      }
+    }
+    return ChunkOutcome(
+      chunk: chunk, asks: asks, answers: answers.map { $0 ?? .notFound }, requested: true,
+      cacheHits: hits)
+  }
 }
 
 /// Where chunk requests leave their outcomes for the engine: a locked list, and one waiter.
