@@ -43,8 +43,14 @@ final class LookupAsks {
   private let chunksInFlight: Int
   private var slots: [Slot] = []
   private var freeSlots: [Int32] = []
+  /// New asks, not yet looked up in the cache (or, without one, not yet sent).
   private var unsent: [Int32] = []
   private var unsentHead = 0
+  /// Asks the cache did not answer, waiting for a request.
+  private var misses: [Int32] = []
+  private var missesHead = 0
+  /// Probes (cache look-ups) among `chunks`.
+  private var probing = 0
   private var memo: LookupMemo
   private var chunks: [Int: Task<Void, Never>] = [:]
   private var nextChunk = 0
@@ -91,6 +97,7 @@ final class LookupAsks {
   func stop() {
     for task in chunks.values { task.cancel() }
     chunks.removeAll()
+    probing = 0
   }
 
   // MARK: - Rows
@@ -165,30 +172,55 @@ final class LookupAsks {
   // MARK: - Requests
 
   /// Sends full chunks (and, with `partial`, what is left) while fewer than the limit are in
-  /// flight.
+  /// flight. With a cache, a new ask goes first in a *probe* (a chunk of up to
+  /// ``Client/maxBatch`` asks looked up in the cache, in a task of its own); the asks the
+  /// cache does not answer come back as misses, queued for requests of their own: a request
+  /// carries only CEPs the cache does not hold, ``Client/maxBatch`` at a time.
   @usableFromInline
   func sendChunks(partial: Bool) {
-    while chunks.count < chunksInFlight {
-      let available = unsent.count - unsentHead
-      guard available >= Client.maxBatch || (partial && available > 0) else { return }
-      let ids = Array(unsent[unsentHead..<unsentHead + min(available, Client.maxBatch)])
-      unsentHead += ids.count
-      if unsentHead == unsent.count {
-        unsent.removeAll(keepingCapacity: true)
-        unsentHead = 0
+    guard let cache else {
+      while chunks.count < chunksInFlight,
+        let ids = Self.takeChunk(from: &unsent, head: &unsentHead, partial: partial)
+      {
+        send(ids, through: nil)
       }
-      send(ids)
+      return
+    }
+    while chunks.count - probing < chunksInFlight,
+      let ids = Self.takeChunk(from: &misses, head: &missesHead, partial: partial)
+    {
+      send(ids, through: cachedChunk(cache))
+    }
+    while probing < chunksInFlight,
+      let ids = Self.takeChunk(from: &unsent, head: &unsentHead, partial: partial)
+    {
+      probe(ids, through: cachedChunk(cache))
     }
   }
 
-  private func send(_ ids: [Int32]) {
+  /// The next chunk of `queue` (from `head`): a full one, or with `partial` what is left.
+  private static func takeChunk(
+    from queue: inout [Int32], head: inout Int, partial: Bool
+  ) -> [Int32]? {
+    let available = queue.count - head
+    guard available >= Client.maxBatch || (partial && available > 0) else { return nil }
+    let ids = Array(queue[head..<head + min(available, Client.maxBatch)])
+    head += ids.count
+    if head == queue.count {
+      queue.removeAll(keepingCapacity: true)
+      head = 0
+    }
+    return ids
+  }
+
+  /// Sends a request for the asks `ids` (through the cache's stand-ins and store, with one).
+  private func send(_ ids: [Int32], through cached: CachedChunk?) {
     for id in ids { slots[Int(id)].sent = true }
     let numbers = ids.map { slots[Int($0)].cep }
     let chunk = nextChunk
     nextChunk += 1
     let client = self.client
     let mailbox = self.mailbox
-    let cached = cachedChunk()
     let start = ChunkOutcome(chunk: chunk, asks: ids, answers: [], requested: true, cacheHits: 0)
     chunks[chunk] = Task {
       let outcome = await LookupAsks.outcome(
@@ -197,23 +229,39 @@ final class LookupAsks {
     }
   }
 
-  /// `outcome` (the chunk and its asks) with the answers for `numbers`.
+  /// Looks the asks `ids` up in the cache, in a task of its own.
+  private func probe(_ ids: [Int32], through cached: CachedChunk) {
+    for id in ids { slots[Int(id)].sent = true }
+    let numbers = ids.map { slots[Int($0)].cep }
+    let chunk = nextChunk
+    nextChunk += 1
+    probing += 1
+    let mailbox = self.mailbox
+    let start = ChunkOutcome(
+      chunk: chunk, asks: ids, answers: [], requested: false, cacheHits: 0, probe: true)
+    chunks[chunk] = Task {
+      var outcome = start
+      (outcome.answers, outcome.cacheHits) = await cached.probe(numbers)
+      mailbox.post(outcome)
+    }
+  }
+
+  /// `outcome` (the chunk and its asks) with the answers of a request for `numbers`.
   static func outcome(
     of outcome: ChunkOutcome, numbers: [Int], client: Client, cached: CachedChunk?
   ) async -> ChunkOutcome {
-    if let cached {
-      return await cached.answer(numbers, client: client, chunk: outcome.chunk, asks: outcome.asks)
-    }
     var outcome = outcome
-    outcome.answers = await fetch(numbers.map(cepString), client: client)
-      .perAsk(count: numbers.count)
+    if let cached {
+      outcome.answers = await cached.request(numbers, client: client)
+    } else {
+      outcome.answers = await fetch(numbers.map(cepString), client: client)
+        .perAsk(count: numbers.count)
+    }
     return outcome
   }
 
-  /// How the next chunk goes through the cache (`nil` without one); the first starts the
-  /// run's edition check.
-  private func cachedChunk() -> CachedChunk? {
-    guard let cache else { return nil }
+  /// How the next chunk goes through `cache`; the first starts the run's edition check.
+  private func cachedChunk(_ cache: AddressCache) -> CachedChunk {
     if let edition { return CachedChunk(cache: cache, edition: edition) }
     let client = self.client
     let check = editionCheck
@@ -240,10 +288,14 @@ final class LookupAsks {
     }
   }
 
-  /// Applies the outcomes the chunks have posted so far.
+  /// Applies the outcomes the chunks have posted so far, then sends the full chunks they
+  /// made room for (or, for probes, left as misses).
   @usableFromInline
   func applyOutcomes() {
-    for outcome in mailbox.take() { apply(outcome) }
+    let outcomes = mailbox.take()
+    guard !outcomes.isEmpty else { return }
+    for outcome in outcomes { apply(outcome) }
+    sendChunks(partial: false)
   }
 
   /// Returns once a chunk has posted its outcome (at once if one already has), or when the
@@ -260,6 +312,7 @@ final class LookupAsks {
 
   private func apply(_ outcome: ChunkOutcome) {
     chunks[outcome.chunk] = nil
+    if outcome.probe { probing -= 1 }
     if outcome.requested { requests += 1 }
     cacheHits += outcome.cacheHits
     var failure: (error: CepisError, result: LookupResult)?
@@ -283,6 +336,10 @@ final class LookupAsks {
         if failure?.error != error { failure = (error, LookupResult(failure: error)) }
         memo.stopWaiting(for: slots[index].cep)
         slots[index].answer = failure?.result
+      case .missed:
+        // The cache does not hold it: the ask stays open, queued for a request.
+        slots[index].sent = false
+        misses.append(id)
       }
     }
   }
@@ -317,6 +374,8 @@ enum ChunkAnswer: Sendable {
   case stale(Address)
   /// The chunk failed and nothing stands in.
   case failed(CepisError)
+  /// A probe's: the cache does not hold the CEP for the live edition; a request must ask it.
+  case missed
 }
 
 extension Result<[Address?], CepisError> {
@@ -339,65 +398,58 @@ struct ChunkOutcome: Sendable {
   var requested: Bool
   /// CEPs the cache answered fresh.
   var cacheHits: Int
+  /// Whether this was a probe (a look-up in the cache, no request).
+  var probe = false
 }
 
-/// A chunk through the cache, run in the chunk's own task: the fresh answers of the live
-/// edition answer their CEPs, `/csv` is asked only for the rest (not at all when none is
-/// left), and its answers are stored in one transaction. When the request fails after its
-/// retries, a kept address of any edition stands in for each remaining CEP (see
-/// `Client.standIn(for:liveEdition:)`); the rest fail. No edition known (the edition check
-/// failed and none was ever seen): nothing is read or stored, but the stand-ins still apply.
+/// The cache's side of a run's chunks, run in each chunk's own task. A probe answers the
+/// CEPs the cache holds for the live edition (an address, or "does not exist") and leaves the
+/// rest as misses; a request asks `/csv` for misses only and stores its answers in one
+/// transaction. When a request fails after its retries, a kept address of any edition stands
+/// in for each of its CEPs (see `Client.standIn(for:liveEdition:)`); the rest fail. With no
+/// edition known (the edition check failed and none was ever seen), nothing is read or
+/// stored, but the stand-ins still apply.
 struct CachedChunk: Sendable {
   let cache: AddressCache
   let edition: Task<String?, Never>
 
-  func answer(_ numbers: [Int], client: Client, chunk: Int, asks: [Int32]) async -> ChunkOutcome {
+  /// The cache's answers for `numbers` (`.missed` for the CEPs it does not hold fresh), and
+  /// how many it answered.
+  func probe(_ numbers: [Int]) async -> (answers: [ChunkAnswer], hits: Int) {
+    guard let live = await edition.value else {
+      return ([ChunkAnswer](repeating: .missed, count: numbers.count), 0)
+    }
+    let fresh = await cache.batchAnswers(for: numbers, edition: live)
+    var hits = 0
+    let answers = numbers.map { number -> ChunkAnswer in
+      guard let kept = fresh[number] else { return .missed }
+      hits += 1
+      return kept.map(ChunkAnswer.found) ?? .notFound
+    }
+    return (answers, hits)
+  }
+
+  /// The answers of a request for `numbers`, stored; or the kept addresses that stand in
+  /// when it fails.
+  func request(_ numbers: [Int], client: Client) async -> [ChunkAnswer] {
     let live = await edition.value
-    var fresh: [Int: Address?] = [:]
-    if let live { fresh = await cache.batchAnswers(for: numbers, edition: live) }
-    var answers = [ChunkAnswer?](repeating: nil, count: numbers.count)
-    var asked: [Int] = []
-    var askedPositions: [Int] = []
-    for (position, number) in numbers.enumerated() {
-      if let kept = fresh[number] {
-        answers[position] = kept.map(ChunkAnswer.found) ?? .notFound
-      } else {
-        asked.append(number)
-        askedPositions.append(position)
-      }
-    }
-    let hits = numbers.count - asked.count
-    guard !asked.isEmpty else {
-      return ChunkOutcome(
-        chunk: chunk, asks: asks, answers: answers.map { $0 ?? .notFound }, requested: false,
-        cacheHits: hits)
-    }
-    switch await LookupAsks.fetch(asked.map(cepString), client: client) {
+    switch await LookupAsks.fetch(numbers.map(cepString), client: client) {
     case .success(let found):
-      for (offset, position) in askedPositions.enumerated() {
-        answers[position] = found[offset].map(ChunkAnswer.found) ?? .notFound
-      }
       if let live, !Task.isCancelled {
         await cache.store(
-          Array(zip(asked, found).map { (cep: $0.0, address: $0.1) }), kind: .batch,
-          edition: live)
+          zip(numbers, found).map { (cep: $0.0, address: $0.1) }, kind: .batch, edition: live)
       }
+      return found.map { $0.map(ChunkAnswer.found) ?? .notFound }
     case .failure(let error):
-      let kept = Task.isCancelled ? [:] : await cache.anyEntries(for: asked)
-      for (offset, position) in askedPositions.enumerated() {
-        if let entry = kept[asked[offset]],
+      let kept = Task.isCancelled ? [:] : await cache.anyEntries(for: numbers)
+      return numbers.map { number -> ChunkAnswer in
+        guard let entry = kept[number],
           var address = Client.standIn(for: entry, liveEdition: live)
-        {
-          address.geo = nil
-          answers[position] = .stale(address)
-        } else {
-          answers[position] = .failed(error)
-        }
+        else { return .failed(error) }
+        address.geo = nil
+        return .stale(address)
       }
     }
-    return ChunkOutcome(
-      chunk: chunk, asks: asks, answers: answers.map { $0 ?? .notFound }, requested: true,
-      cacheHits: hits)
   }
 }
 

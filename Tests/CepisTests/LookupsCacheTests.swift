@@ -68,13 +68,19 @@ struct LookupsCacheTests {
       try await withMockServer { server in
         let cache = makeCache(kind, folder: folder, clock: ManualClock())
         let client = cachedClient(server, transport, cache: cache)
-        // 1,000 CEPs (two full chunks), then 700 more in a later run after them.
+        // 1,000 CEPs (two full chunks), then 700 more in a later run.
         let cached = (0..<1_000).map { 10_000_000 + $0 * 10 }
         let fresh = (1_000..<1_700).map { 10_000_000 + $0 * 10 }
         _ = try await Self.run(client, Self.rows(cached))
         #expect(Self.count(server, .csv) == 2)
 
-        let rows = Self.rows(cached + fresh)
+        // Held and new CEPs interleaved: requests carry only the new ones, 500 to a request.
+        var mixed: [Int] = []
+        for index in cached.indices {
+          mixed.append(cached[index])
+          if index < fresh.count { mixed.append(fresh[index]) }
+        }
+        let rows = Self.rows(mixed)
         let second = try await Self.run(client, rows)
         LookupsEndToEndTests.check(second.answers, rows, server)
         let sent = requests(server, on: .csv).dropFirst(2)
