@@ -99,8 +99,8 @@ public struct Client: Sendable {
   ///   - hedgeAfter: seconds after which, cep.is not having answered yet, the first fallback
   ///     is asked in parallel and the first definitive answer wins; `nil` (or NaN) for no
   ///     hedging. Negative values count as 0.
-  ///   - cache: where ``lookup(_:)`` and the bulk lookups keep cep.is's answers, tied to the DNE edition (see
-  ///     ``AddressCache``); `nil`, the default, for none.
+  ///   - cache: where ``lookup(_:)`` and the bulk lookups keep cep.is's answers, tied to the
+  ///     DNE edition (see ``AddressCache``); `nil`, the default, for none.
   public init(
     baseURL: URL = Client.defaultBaseURL,
     timeout: TimeInterval = 10,
