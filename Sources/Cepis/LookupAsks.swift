@@ -10,6 +10,11 @@ import CepisSupport
 /// chunk's answers are keyed by each row's own CEP (see `Client.decodeBatchRows`) and land on
 /// its asks, and from there on every row that reads them.
 ///
+/// With a ``Client/cache``, new asks go first to the cache, ``Client/maxBatch`` at a time,
+/// in a task of their own (a *probe*, see `CachedChunk`); the asks it answers close there,
+/// and the rest are queued as misses, sent in requests of their own: a request carries only
+/// CEPs the cache does not hold.
+///
 /// Not thread-safe, and need not be: its engine is advanced by one task at a time.
 @usableFromInline
 final class LookupAsks {
@@ -186,15 +191,17 @@ final class LookupAsks {
       }
       return
     }
-    while chunks.count - probing < chunksInFlight,
-      let ids = Self.takeChunk(from: &misses, head: &missesHead, partial: partial)
-    {
-      send(ids, through: cachedChunk(cache))
-    }
     while probing < chunksInFlight,
       let ids = Self.takeChunk(from: &unsent, head: &unsentHead, partial: partial)
     {
       probe(ids, through: cachedChunk(cache))
+    }
+    // A partial request of misses waits for every probe: they may still fill it.
+    let partialMisses = partial && probing == 0
+    while chunks.count - probing < chunksInFlight,
+      let ids = Self.takeChunk(from: &misses, head: &missesHead, partial: partialMisses)
+    {
+      send(ids, through: cachedChunk(cache))
     }
   }
 
@@ -221,7 +228,8 @@ final class LookupAsks {
     nextChunk += 1
     let client = self.client
     let mailbox = self.mailbox
-    let start = ChunkOutcome(chunk: chunk, asks: ids, answers: [], requested: true, cacheHits: 0)
+    requests += 1
+    let start = ChunkOutcome(chunk: chunk, asks: ids, answers: [], cacheHits: 0)
     chunks[chunk] = Task {
       let outcome = await LookupAsks.outcome(
         of: start, numbers: numbers, client: client, cached: cached)
@@ -237,8 +245,7 @@ final class LookupAsks {
     nextChunk += 1
     probing += 1
     let mailbox = self.mailbox
-    let start = ChunkOutcome(
-      chunk: chunk, asks: ids, answers: [], requested: false, cacheHits: 0, probe: true)
+    let start = ChunkOutcome(chunk: chunk, asks: ids, answers: [], cacheHits: 0, probe: true)
     chunks[chunk] = Task {
       var outcome = start
       (outcome.answers, outcome.cacheHits) = await cached.probe(numbers)
@@ -313,7 +320,6 @@ final class LookupAsks {
   private func apply(_ outcome: ChunkOutcome) {
     chunks[outcome.chunk] = nil
     if outcome.probe { probing -= 1 }
-    if outcome.requested { requests += 1 }
     cacheHits += outcome.cacheHits
     var failure: (error: CepisError, result: LookupResult)?
     for (position, id) in outcome.asks.enumerated() {
@@ -394,8 +400,6 @@ struct ChunkOutcome: Sendable {
   var asks: [Int32]
   /// One per ask, in the same order.
   var answers: [ChunkAnswer]
-  /// Whether `/csv` was asked (not when the cache answered every CEP).
-  var requested: Bool
   /// CEPs the cache answered fresh.
   var cacheHits: Int
   /// Whether this was a probe (a look-up in the cache, no request).
