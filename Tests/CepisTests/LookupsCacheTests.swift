@@ -167,6 +167,35 @@ struct LookupsCacheTests {
     }
   }
 
+  @Test(
+    "through the cache, every row gets its own CEP's answer: a server that reorders, repeats or omits rows, a small memo and read-ahead",
+    arguments: Transport.availableKinds, CacheKind.allCases)
+  func rowsKeepTheirOwnAnswers(transport: Transport.Kind, kind: CacheKind) async throws {
+    try await withTemporaryFolder { folder in
+      try await withMockServer { server in
+        let cache = makeCache(kind, folder: folder, clock: ManualClock())
+        let client = cachedClient(server, transport, cache: cache)
+        let rows = LookupsEndToEndTests.customers()
+        // Half the CEPs cached first, through a server that shuffles its answers.
+        server.setMode(.csv, [.csvReordered, .csvDuplicatedRows, .csvExtraRows, .csvOmitMissing])
+        let half = Array(rows.prefix(rows.count / 2))
+        LookupsEndToEndTests.check(try await Self.run(client, half).answers, half, server)
+        // Every row, with a memo of 50 CEPs and a read-ahead of 700 rows: asks are probed,
+        // missed, re-queued and asked again as the memo forgets them.
+        let options = BulkOptions(memoCapacity: 50, readAhead: 700, chunksInFlight: 3)
+        var answers: [Answer] = []
+        for try await answer in client.lookups(AsyncRows(rows), cep: { $0.cep }, options: options) {
+          answers.append(answer)
+        }
+        LookupsEndToEndTests.check(answers, rows, server)
+        // And once more, the cache answering everything.
+        let again = try await Self.run(client, rows)
+        #expect(again.answers.map(\.result) == answers.map(\.result))
+        #expect(again.statistics.requests == 0)
+      }
+    }
+  }
+
   @Test("without a cache, no /health request is made", arguments: Transport.availableKinds)
   func noCacheNoHealth(transport: Transport.Kind) async throws {
     try await withMockServer { server in
