@@ -128,4 +128,54 @@ struct EnrichCacheTests {
       }
     }
   }
+
+  @Test func aCacheWarningReachesStderrEvenWithQuiet() async throws {
+    try await withMock { server in
+      let directory = try temporaryDirectory()
+      defer { try? FileManager.default.removeItem(at: directory) }
+      let ceps = Self.existing(0..<600)
+      let input = directory.appendingPathComponent("in.csv")
+      let output = directory.appendingPathComponent("out.csv")
+      try Data(Self.csv(ceps).utf8).write(to: input)
+      let file = directory.appendingPathComponent("cache.sqlite")
+      try Data(repeating: 0x5A, count: 8_192).write(to: file)
+      let result = try await CLI.run(
+        [
+          "enrich", input.path, "-o", output.path, "-q", "--base-url",
+          server.baseURL.absoluteString, "--cache", file.path,
+        ])
+      #expect(result.status == 0, "\(result.err)")
+      let warnings = result.err.split(separator: "\n").filter { $0.contains("address cache") }
+      #expect(warnings.count == 1, "\(result.err)")
+      try Self.check(output, ceps: ceps, server: server)
+    }
+  }
+
+  @Test(arguments: cliTransports)
+  func batchUsesTheCacheToo(transport: Transport.Kind) async throws {
+    try await CLI.$transport.withValue(transport) {
+      try await withMock { server in
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let lines = Self.existing(0..<700).map(Self.digits).joined(separator: "\n") + "\n"
+        let input = directory.appendingPathComponent("ceps.txt")
+        try Data(lines.utf8).write(to: input)
+        let arguments = [
+          "batch", input.path, "--format", "csv", "--base-url", server.baseURL.absoluteString,
+          "--cache", directory.path + "/",
+        ]
+        let first = try await CLI.run(arguments)
+        #expect(first.status == 0, "\(first.err)")
+        #expect(Self.count(server, "/csv") == 2)
+        let second = try await CLI.run(arguments)
+        #expect(second.status == 0 && second.out == first.out, "\(second.err)")
+        #expect(Self.count(server, "/csv") == 2)
+        #expect(Self.count(server, "/health") == 2)
+        let uncached = try await CLI.run(arguments + ["--no-cache"])
+        #expect(uncached.out == first.out)
+        #expect(Self.count(server, "/csv") == 4)
+        #expect(Self.count(server, "/health") == 2)
+      }
+    }
+  }
 }
