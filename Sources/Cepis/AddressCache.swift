@@ -27,6 +27,11 @@ import Foundation
 /// When `/health` fails, the last edition seen is used; while none was ever seen, nothing is
 /// fresh and nothing is stored.
 ///
+/// The bulk lookups (``Client/lookups(_:cep:options:)``, ``Client/lookupMany(_:)``) use the
+/// cache too: each run checks the edition once, answers the CEPs it holds fresh with no
+/// request and stores the batch endpoint's answers; a failed request's CEPs are answered by
+/// kept addresses, marked stale, as above.
+///
 /// A cache never makes a lookup fail: every error of the cache (an unreadable file, a full
 /// disk) degrades to asking the network, and is reported once through ``warnings``.
 public final class AddressCache: Sendable {
@@ -281,6 +286,13 @@ public final class AddressCache: Sendable {
   package func anyEntry(for cep: Int) async -> CacheEntry? {
     let now = self.now()
     return await perform("be read") { try $0.entries(for: [cep], now: now) }?[cep]
+  }
+
+  /// The entries held for `ceps`, whatever their edition (the stale answers of a bulk chunk
+  /// that failed). Empty when the cache cannot be read.
+  package func anyEntries(for ceps: [Int]) async -> [Int: CacheEntry] {
+    let now = self.now()
+    return await perform("be read") { try $0.entries(for: ceps, now: now) } ?? [:]
   }
 
   /// Stores cep.is's answers of `edition` in one transaction (one chunk): an address, or

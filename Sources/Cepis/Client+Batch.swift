@@ -24,6 +24,16 @@ extension Client {
   /// // [Address(01001000…), nil, Address(01001000…)] — one request, one CEP in it
   /// ```
   ///
+  /// With a ``cache``, the live DNE edition is checked first — with one `/health` request
+  /// when the distinct CEPs fill more than one chunk, else only when the last check is older
+  /// than ``AddressCache/revalidateEvery`` — and each chunk's CEPs that the cache holds for
+  /// that edition (an address, or "does not exist") are answered with no request; only the
+  /// others are sent, and their answers stored. When a chunk fails after its retries, a kept
+  /// address of any edition answers its CEP, marked by ``Address/staleEdition`` when it is not
+  /// of the live edition; a kept "does not exist" is never served so. The call throws only if
+  /// some CEP of a failed chunk has no such address. With no edition known (the check failed
+  /// and none was ever seen), nothing is read from the cache but those stand-ins.
+  ///
   /// - Throws: ``CepisError`` when a chunk still fails after its retries (the other chunks
   ///   are cancelled), or `CancellationError`.
   public func lookupMany(_ ceps: [String]) async throws -> [Address?] {
@@ -32,7 +42,8 @@ extension Client {
     let engine = LookupEngine(
       client: self, rows: AsyncRows(ceps), cep: { $0 },
       options: BulkOptions(memoCapacity: ceps.count, chunksInFlight: Self.batchConcurrency),
-      expectedCEPs: ceps.count)
+      expectedCEPs: ceps.count,
+      editionCheck: cache != nil && Self.fillsOneChunk(ceps) ? .live : .refresh)
     var found: [Address?] = []
     found.reserveCapacity(ceps.count)
     while let answer = try await engine.next() {
@@ -47,6 +58,19 @@ extension Client {
       found.append(nil)
     }
     return found
+  }
+
+  /// Whether the distinct well-formed CEPs of `ceps` fit in one chunk (stops counting as soon
+  /// as they do not).
+  static func fillsOneChunk(_ ceps: [String]) -> Bool {
+    guard ceps.count > maxBatch else { return true }
+    var distinct = Set<Int>(minimumCapacity: maxBatch + 1)
+    for cep in ceps {
+      guard let number = cepNumber(ofField: cep) else { continue }
+      distinct.insert(number)
+      if distinct.count > maxBatch { return false }
+    }
+    return true
   }
 
   /// Fetches one chunk and answers in the chunk's order (`nil`: not found or not answered).

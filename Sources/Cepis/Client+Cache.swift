@@ -24,10 +24,9 @@ extension Client {
       answer = try await networkAnswer(digits)
     } catch let failure as CepisError where failure.allowsFallback {
       // A kept "does not exist" is not served: an error cannot carry the stale mark.
-      guard let kept = await cache.anyEntry(for: number), var address = kept.address else {
-        throw failure
-      }
-      if kept.edition != edition { address.staleEdition = kept.edition }
+      guard let kept = await cache.anyEntry(for: number),
+        let address = Self.standIn(for: kept, liveEdition: edition)
+      else { throw failure }
       return address
     }
     switch answer {
@@ -42,6 +41,16 @@ extension Client {
       }
       throw CepisError.cepNotFound(digits)
     }
+  }
+
+  /// What a kept entry answers when every source failed: its address, marked with
+  /// ``Address/staleEdition`` when it is not of `liveEdition` (or no edition is known); `nil`
+  /// for a kept "does not exist", which is never served stale (an error cannot carry the
+  /// mark). The rule of ``lookup(_:)`` and of the bulk engine's failed chunks alike.
+  static func standIn(for kept: CacheEntry, liveEdition: String?) -> Address? {
+    guard var address = kept.address else { return nil }
+    if kept.edition != liveEdition { address.staleEdition = kept.edition }
+    return address
   }
 
   /// The network's answer to a single lookup: cep.is, then the fallbacks.

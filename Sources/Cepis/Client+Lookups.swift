@@ -116,6 +116,16 @@ extension Client {
   ///   reorders, omits or repeats rows cannot put an address on the wrong row.
   /// - A chunk that still fails after its retries gives `.failure(error)` to its own rows
   ///   only; the stream goes on, and those CEPs are asked again if they come back.
+  /// - With a ``cache``, each iteration asks `/health` once, when its first chunk goes out,
+  ///   for the live DNE edition. A chunk's CEPs that the cache holds for that edition (an
+  ///   address, or "does not exist") are answered with no request; only the others go to
+  ///   `/csv` (none at all when every CEP is held), and their answers are stored, one
+  ///   transaction per chunk. When a chunk fails after its retries, a kept address of any
+  ///   edition answers its CEP instead of the error, marked by ``Address/staleEdition`` when
+  ///   it is not of the live edition; a kept "does not exist" is never served so (the row
+  ///   gets the error). With no edition known (`/health` failed and none was ever seen),
+  ///   nothing is read from or stored in the cache but those stand-ins. Without a cache, no
+  ///   `/health` request is made.
   /// - The stream throws only when `rows` throws (after the answers of every row read before
   ///   it) or the task is cancelled. Leaving the loop early cancels the requests in flight
   ///   and reads no more rows.

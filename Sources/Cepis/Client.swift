@@ -67,8 +67,8 @@ public struct Client: Sendable {
   /// in seconds; `nil` (the default) asks fallbacks only once cep.is has failed. Ignored
   /// without ``fallbacks``.
   public let hedgeAfter: TimeInterval?
-  /// The cache ``lookup(_:)`` answers from and stores into (see ``AddressCache``); `nil`, the
-  /// default, for none.
+  /// The cache ``lookup(_:)``, ``lookups(_:cep:options:)`` and ``lookupMany(_:)`` answer
+  /// from and store into (see ``AddressCache``); `nil`, the default, for none.
   public let cache: AddressCache?
 
   let core: HTTPClientCore
@@ -99,8 +99,8 @@ public struct Client: Sendable {
   ///   - hedgeAfter: seconds after which, cep.is not having answered yet, the first fallback
   ///     is asked in parallel and the first definitive answer wins; `nil` (or NaN) for no
   ///     hedging. Negative values count as 0.
-  ///   - cache: where ``lookup(_:)`` keeps cep.is's answers, tied to the DNE edition (see
-  ///     ``AddressCache``); `nil`, the default, for none.
+  ///   - cache: where ``lookup(_:)`` and the bulk lookups keep cep.is's answers, tied to the
+  ///     DNE edition (see ``AddressCache``); `nil`, the default, for none.
   public init(
     baseURL: URL = Client.defaultBaseURL,
     timeout: TimeInterval = 10,

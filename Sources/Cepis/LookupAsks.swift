@@ -10,6 +10,11 @@ import CepisSupport
 /// chunk's answers are keyed by each row's own CEP (see `Client.decodeBatchRows`) and land on
 /// its asks, and from there on every row that reads them.
 ///
+/// With a ``Client/cache``, new asks go first to the cache, ``Client/maxBatch`` at a time,
+/// in a task of their own (a *probe*, see `CachedChunk`); the asks it answers close there,
+/// and the rest are queued as misses, sent in requests of their own: a request carries only
+/// CEPs the cache does not hold.
+///
 /// Not thread-safe, and need not be: its engine is advanced by one task at a time.
 @usableFromInline
 final class LookupAsks {
@@ -35,19 +40,45 @@ final class LookupAsks {
   }
 
   private let client: Client
+  private let cache: AddressCache?
+  private let editionCheck: EditionCheck
+  /// The live edition this run's chunks read and store the cache under, learnt once, when
+  /// the first chunk goes out (`nil` without a cache).
+  private var edition: Task<String?, Never>?
   private let chunksInFlight: Int
   private var slots: [Slot] = []
   private var freeSlots: [Int32] = []
+  /// New asks, not yet looked up in the cache (or, without one, not yet sent).
   private var unsent: [Int32] = []
   private var unsentHead = 0
+  /// Asks the cache did not answer, waiting for a request.
+  private var misses: [Int32] = []
+  private var missesHead = 0
+  /// Probes (cache look-ups) among `chunks`.
+  private var probing = 0
   private var memo: LookupMemo
   private var chunks: [Int: Task<Void, Never>] = [:]
   private var nextChunk = 0
+  private var requests = 0
+  private var cacheHits = 0
   private let mailbox = ChunkMailbox()
 
+  /// How a run with a cache learns the live edition.
   @usableFromInline
-  init(client: Client, options: BulkOptions, expectedCEPs: Int) {
+  enum EditionCheck: Sendable {
+    /// Asks `/health` once for the run (a stream, a batch of several chunks).
+    case refresh
+    /// The edition known within the revalidation interval (a batch of one chunk).
+    case live
+  }
+
+  @usableFromInline
+  init(
+    client: Client, options: BulkOptions, expectedCEPs: Int, editionCheck: EditionCheck = .refresh
+  ) {
     self.client = client
+    self.cache = client.cache
+    self.editionCheck = editionCheck
     self.chunksInFlight = options.chunksInFlight
     self.memo = LookupMemo(capacity: options.memoCapacity, reserving: expectedCEPs)
   }
@@ -59,7 +90,7 @@ final class LookupAsks {
   /// What the iteration has spent so far.
   @usableFromInline
   var statistics: LookupStatistics {
-    LookupStatistics(requests: nextChunk, memoEvictions: memo.evictions)
+    LookupStatistics(requests: requests, memoEvictions: memo.evictions, cacheHits: cacheHits)
   }
 
   /// Whether a chunk's request is running (its outcome will come).
@@ -71,6 +102,7 @@ final class LookupAsks {
   func stop() {
     for task in chunks.values { task.cancel() }
     chunks.removeAll()
+    probing = 0
   }
 
   // MARK: - Rows
@@ -145,48 +177,132 @@ final class LookupAsks {
   // MARK: - Requests
 
   /// Sends full chunks (and, with `partial`, what is left) while fewer than the limit are in
-  /// flight.
+  /// flight. With a cache, a new ask goes first in a *probe* (a chunk of up to
+  /// ``Client/maxBatch`` asks looked up in the cache, in a task of its own); the asks the
+  /// cache does not answer come back as misses, queued for requests of their own: a request
+  /// carries only CEPs the cache does not hold, ``Client/maxBatch`` at a time.
   @usableFromInline
   func sendChunks(partial: Bool) {
-    while chunks.count < chunksInFlight {
-      let available = unsent.count - unsentHead
-      guard available >= Client.maxBatch || (partial && available > 0) else { return }
-      let ids = Array(unsent[unsentHead..<unsentHead + min(available, Client.maxBatch)])
-      unsentHead += ids.count
-      if unsentHead == unsent.count {
-        unsent.removeAll(keepingCapacity: true)
-        unsentHead = 0
+    guard let cache else {
+      while chunks.count < chunksInFlight,
+        let ids = Self.takeChunk(from: &unsent, head: &unsentHead, partial: partial)
+      {
+        send(ids, through: nil)
       }
-      send(ids)
+      return
+    }
+    while probing < chunksInFlight,
+      let ids = Self.takeChunk(from: &unsent, head: &unsentHead, partial: partial)
+    {
+      probe(ids, through: cachedChunk(cache))
+    }
+    // A partial request of misses waits for every probe: they may still fill it.
+    let partialMisses = partial && probing == 0
+    while chunks.count - probing < chunksInFlight,
+      let ids = Self.takeChunk(from: &misses, head: &missesHead, partial: partialMisses)
+    {
+      send(ids, through: cachedChunk(cache))
     }
   }
 
-  private func send(_ ids: [Int32]) {
+  /// The next chunk of `queue` (from `head`): a full one, or with `partial` what is left.
+  private static func takeChunk(
+    from queue: inout [Int32], head: inout Int, partial: Bool
+  ) -> [Int32]? {
+    let available = queue.count - head
+    guard available >= Client.maxBatch || (partial && available > 0) else { return nil }
+    let ids = Array(queue[head..<head + min(available, Client.maxBatch)])
+    head += ids.count
+    if head == queue.count {
+      queue.removeAll(keepingCapacity: true)
+      head = 0
+    }
+    return ids
+  }
+
+  /// Sends a request for the asks `ids` (through the cache's stand-ins and store, with one).
+  private func send(_ ids: [Int32], through cached: CachedChunk?) {
     for id in ids { slots[Int(id)].sent = true }
-    let ceps = ids.map { cepString(slots[Int($0)].cep) }
+    let numbers = ids.map { slots[Int($0)].cep }
     let chunk = nextChunk
     nextChunk += 1
     let client = self.client
     let mailbox = self.mailbox
+    requests += 1
+    let start = ChunkOutcome(chunk: chunk, asks: ids, answers: [], cacheHits: 0)
     chunks[chunk] = Task {
-      let answers: Result<[Address?], CepisError>
-      do {
-        answers = .success(try await client.fetchChunk(positionsOf: ceps))
-      } catch let error as CepisError {
-        answers = .failure(error)
-      } catch is CancellationError {
-        answers = .failure(.networkError(message: "cancelled"))
-      } catch {
-        answers = .failure(.networkError(message: "\(error)"))
-      }
-      mailbox.post(ChunkOutcome(chunk: chunk, asks: ids, answers: answers))
+      let outcome = await LookupAsks.outcome(
+        of: start, numbers: numbers, client: client, cached: cached)
+      mailbox.post(outcome)
     }
   }
 
-  /// Applies the outcomes the chunks have posted so far.
+  /// Looks the asks `ids` up in the cache, in a task of its own.
+  private func probe(_ ids: [Int32], through cached: CachedChunk) {
+    for id in ids { slots[Int(id)].sent = true }
+    let numbers = ids.map { slots[Int($0)].cep }
+    let chunk = nextChunk
+    nextChunk += 1
+    probing += 1
+    let mailbox = self.mailbox
+    let start = ChunkOutcome(chunk: chunk, asks: ids, answers: [], cacheHits: 0, probe: true)
+    chunks[chunk] = Task {
+      var outcome = start
+      (outcome.answers, outcome.cacheHits) = await cached.probe(numbers)
+      mailbox.post(outcome)
+    }
+  }
+
+  /// `outcome` (the chunk and its asks) with the answers of a request for `numbers`.
+  static func outcome(
+    of outcome: ChunkOutcome, numbers: [Int], client: Client, cached: CachedChunk?
+  ) async -> ChunkOutcome {
+    var outcome = outcome
+    if let cached {
+      outcome.answers = await cached.request(numbers, client: client)
+    } else {
+      outcome.answers = await fetch(numbers.map(cepString), client: client)
+        .perAsk(count: numbers.count)
+    }
+    return outcome
+  }
+
+  /// How the next chunk goes through `cache`; the first starts the run's edition check.
+  private func cachedChunk(_ cache: AddressCache) -> CachedChunk {
+    if let edition { return CachedChunk(cache: cache, edition: edition) }
+    let client = self.client
+    let check = editionCheck
+    let task = Task<String?, Never> {
+      switch check {
+      case .refresh: await cache.refreshEdition(using: client)
+      case .live: await cache.liveEdition(using: client)
+      }
+    }
+    edition = task
+    return CachedChunk(cache: cache, edition: task)
+  }
+
+  /// The answers of `/csv` for `ceps`, in their order, or why there are none.
+  static func fetch(_ ceps: [String], client: Client) async -> Result<[Address?], CepisError> {
+    do {
+      return .success(try await client.fetchChunk(positionsOf: ceps))
+    } catch let error as CepisError {
+      return .failure(error)
+    } catch is CancellationError {
+      return .failure(.networkError(message: "cancelled"))
+    } catch {
+      return .failure(.networkError(message: "\(error)"))
+    }
+  }
+
+  /// Applies the outcomes the chunks have posted so far, then sends the full chunks they
+  /// made room for (or, for probes, left as misses).
   @usableFromInline
   func applyOutcomes() {
-    for outcome in mailbox.take() { apply(outcome) }
+    let outcomes = mailbox.take()
+    guard !outcomes.isEmpty else { return }
+    for outcome in outcomes { apply(outcome) }
+    sendChunks(partial: false)
   }
 
   /// Returns once a chunk has posted its outcome (at once if one already has), or when the
@@ -203,22 +319,33 @@ final class LookupAsks {
 
   private func apply(_ outcome: ChunkOutcome) {
     chunks[outcome.chunk] = nil
-    switch outcome.answers {
-    case .success(let answers):
-      for (position, id) in outcome.asks.enumerated() {
-        let index = Int(id)
+    if outcome.probe { probing -= 1 }
+    cacheHits += outcome.cacheHits
+    var failure: (error: CepisError, result: LookupResult)?
+    for (position, id) in outcome.asks.enumerated() {
+      let index = Int(id)
+      switch outcome.answers[position] {
+      case .found(let address):
         // The ask closes: a row read from now on is answered by the memo, or asks again.
-        let answer = answers[position].map(LookupResult.init(found:)) ?? .notFound
+        let answer = LookupResult(found: address)
         memo.keep(answer, for: slots[index].cep)
         slots[index].answer = answer
-      }
-    case .failure(let error):
-      let failure = LookupResult(failure: error)
-      for id in outcome.asks {
-        let index = Int(id)
+      case .notFound:
+        memo.keep(.notFound, for: slots[index].cep)
+        slots[index].answer = .notFound
+      case .stale(let address):
         // Not kept: a later row with this CEP asks again.
         memo.stopWaiting(for: slots[index].cep)
-        slots[index].answer = failure
+        slots[index].answer = LookupResult(found: address)
+      case .failed(let error):
+        // Not kept: a later row with this CEP asks again. One result for the chunk's failure.
+        if failure?.error != error { failure = (error, LookupResult(failure: error)) }
+        memo.stopWaiting(for: slots[index].cep)
+        slots[index].answer = failure?.result
+      case .missed:
+        // The cache does not hold it: the ask stays open, queued for a request.
+        slots[index].sent = false
+        misses.append(id)
       }
     }
   }
@@ -232,11 +359,38 @@ package struct LookupStatistics: Sendable, Hashable {
   package var requests: Int
   /// CEPs the memo forgot to make room.
   package var memoEvictions: Int
+  /// CEPs the cache answered fresh (of the live edition), with no request.
+  package var cacheHits: Int
 
   /// Figures of an iteration (nothing spent by default).
-  package init(requests: Int = 0, memoEvictions: Int = 0) {
+  package init(requests: Int = 0, memoEvictions: Int = 0, cacheHits: Int = 0) {
     self.requests = requests
     self.memoEvictions = memoEvictions
+    self.cacheHits = cacheHits
+  }
+}
+
+/// The answer for one ask of a chunk.
+enum ChunkAnswer: Sendable {
+  /// The address, fresh (from `/csv`, or the cache's of the live edition).
+  case found(Address)
+  /// The CEP does not exist.
+  case notFound
+  /// The chunk failed; a kept address of another edition (marked) stands in.
+  case stale(Address)
+  /// The chunk failed and nothing stands in.
+  case failed(CepisError)
+  /// A probe's: the cache does not hold the CEP for the live edition; a request must ask it.
+  case missed
+}
+
+extension Result<[Address?], CepisError> {
+  /// One answer per ask, in the chunk's order.
+  func perAsk(count: Int) -> [ChunkAnswer] {
+    switch self {
+    case .success(let answers): answers.map { $0.map(ChunkAnswer.found) ?? .notFound }
+    case .failure(let error): [ChunkAnswer](repeating: .failed(error), count: count)
+    }
   }
 }
 
@@ -244,7 +398,63 @@ package struct LookupStatistics: Sendable, Hashable {
 struct ChunkOutcome: Sendable {
   var chunk: Int
   var asks: [Int32]
-  var answers: Result<[Address?], CepisError>
+  /// One per ask, in the same order.
+  var answers: [ChunkAnswer]
+  /// CEPs the cache answered fresh.
+  var cacheHits: Int
+  /// Whether this was a probe (a look-up in the cache, no request).
+  var probe = false
+}
+
+/// The cache's side of a run's chunks, run in each chunk's own task. A probe answers the
+/// CEPs the cache holds for the live edition (an address, or "does not exist") and leaves the
+/// rest as misses; a request asks `/csv` for misses only and stores its answers in one
+/// transaction. When a request fails after its retries, a kept address of any edition stands
+/// in for each of its CEPs (see `Client.standIn(for:liveEdition:)`); the rest fail. With no
+/// edition known (the edition check failed and none was ever seen), nothing is read or
+/// stored, but the stand-ins still apply.
+struct CachedChunk: Sendable {
+  let cache: AddressCache
+  let edition: Task<String?, Never>
+
+  /// The cache's answers for `numbers` (`.missed` for the CEPs it does not hold fresh), and
+  /// how many it answered.
+  func probe(_ numbers: [Int]) async -> (answers: [ChunkAnswer], hits: Int) {
+    guard let live = await edition.value else {
+      return ([ChunkAnswer](repeating: .missed, count: numbers.count), 0)
+    }
+    let fresh = await cache.batchAnswers(for: numbers, edition: live)
+    var hits = 0
+    let answers = numbers.map { number -> ChunkAnswer in
+      guard let kept = fresh[number] else { return .missed }
+      hits += 1
+      return kept.map(ChunkAnswer.found) ?? .notFound
+    }
+    return (answers, hits)
+  }
+
+  /// The answers of a request for `numbers`, stored; or the kept addresses that stand in
+  /// when it fails.
+  func request(_ numbers: [Int], client: Client) async -> [ChunkAnswer] {
+    let live = await edition.value
+    switch await LookupAsks.fetch(numbers.map(cepString), client: client) {
+    case .success(let found):
+      if let live, !Task.isCancelled {
+        await cache.store(
+          zip(numbers, found).map { (cep: $0.0, address: $0.1) }, kind: .batch, edition: live)
+      }
+      return found.map { $0.map(ChunkAnswer.found) ?? .notFound }
+    case .failure(let error):
+      let kept = Task.isCancelled ? [:] : await cache.anyEntries(for: numbers)
+      return numbers.map { number -> ChunkAnswer in
+        guard let entry = kept[number],
+          var address = Client.standIn(for: entry, liveEdition: live)
+        else { return .failed(error) }
+        address.geo = nil
+        return .stale(address)
+      }
+    }
+  }
 }
 
 /// Where chunk requests leave their outcomes for the engine: a locked list, and one waiter.

@@ -62,12 +62,13 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   @usableFromInline
   init(
     client: Client, rows: Rows, cep: @escaping @Sendable (Row) -> String, options: BulkOptions,
-    expectedCEPs: Int = 0
+    expectedCEPs: Int = 0, editionCheck: LookupAsks.EditionCheck = .refresh
   ) {
     self.cep = cep
     self.readAhead = options.readAhead
     self.input = rows.makeAsyncIterator()
-    self.asks = LookupAsks(client: client, options: options, expectedCEPs: expectedCEPs)
+    self.asks = LookupAsks(
+      client: client, options: options, expectedCEPs: expectedCEPs, editionCheck: editionCheck)
   }
 
   /// The next row's answer, reading rows and sending chunks as needed.

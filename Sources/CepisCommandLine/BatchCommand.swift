@@ -2,14 +2,15 @@ import Cepis
 import CepisSupport
 
 /// `cepis batch [FILE|-]`: CEPs one per line, answered in order through the `lookups` stream
-/// (each distinct CEP asked once per run while the stream's memo holds it, chunks of 500).
+/// (each distinct CEP asked once per run while the stream's memo holds it, chunks of 500),
+/// through the address cache unless `--no-cache`.
 enum BatchCommand {
   /// Rows written between two flushes of the output.
   static let flushEvery = 2_000
 
   static func run(_ context: Context) async throws -> ToolStatus {
     let format = try context.format()
-    let client = try context.client()
+    let client = try context.client(cached: true)
     let path = context.parsed.positionals.first ?? "-"
     let input: InputFile
     do {

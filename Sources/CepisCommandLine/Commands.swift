@@ -46,8 +46,10 @@ enum Commands {
   static let batch = CommandSpec(
     name: "batch", abstract: "look up CEPs read one per line, through the batch endpoint",
     discussion: "Prints one result per input line, in the same order (a blank line gives an\n"
-      + "'invalid' result). Reads stdin when FILE is '-' or absent.",
-    options: [formatOption],
+      + "'invalid' result). Reads stdin when FILE is '-' or absent. Answers are kept in\n"
+      + "the address cache (see 'cepis cache'): a CEP is asked again only when the DNE\n"
+      + "edition changes.",
+    options: [formatOption] + CacheOptions.specs,
     positionals: [PositionalSpec(name: "FILE", help: "CEPs, one per line", optional: true)])
 
   static let enrich = CommandSpec(
@@ -59,7 +61,10 @@ enum Commands {
       copied as they are. Each distinct CEP is asked once per run while the memo holds
       it, 500 to a request; a partial request only at the end of the input or when the
       read-ahead is full and its oldest row waits for a CEP no request carries. The
-      summary shows the requests sent and the fewest possible.
+      summary shows the requests sent, the fewest possible and the cache hits.
+      Answers are kept in the address cache (see 'cepis cache'): a second run over the
+      same CEPs sends one request (the DNE edition check) and no lookups, until the
+      edition changes; --no-cache asks the network for everything.
       Ctrl-C writes the rows already answered, leaving a valid CSV; --resume continues it
       (with an empty memo: CEPs answered before the interruption are asked again).
       """,
@@ -77,7 +82,7 @@ enum Commands {
       .value(
         "format", "FORMAT",
         "the summary: text (stderr) or json (stdout with -o FILE, else stderr)"),
-    ],
+    ] + CacheOptions.specs,
     positionals: [PositionalSpec(name: "INPUT", help: "a CSV file with a header row, or '-'")])
 
   static let health = CommandSpec(

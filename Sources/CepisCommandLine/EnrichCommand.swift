@@ -29,7 +29,7 @@ enum EnrichCommand {
   static let defaultWindow = 20_000
 
   static func run(_ context: Context) async throws -> ToolStatus {
-    let client = try context.client()
+    let client = try context.client(cached: true)
     let path = context.path
     let window = try context.integer("window", range: 1...10_000_000) ?? defaultWindow
     let memo = try context.integer("memo", range: 0...100_000_000) ?? defaultMemo

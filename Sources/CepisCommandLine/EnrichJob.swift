@@ -310,8 +310,12 @@ final class EnrichJob: @unchecked Sendable {
   /// Distinct valid CEPs in the rows read.
   private var distinct: Int { reader.distinct }
 
-  /// The fewest requests the rows read could have cost: ⌈distinct valid CEPs ÷ 500⌉.
-  private var minimumRequests: Int { (distinct + Client.maxBatch - 1) / Client.maxBatch }
+  /// The fewest requests the rows read could have cost: ⌈distinct valid CEPs the cache did
+  /// not answer ÷ 500⌉.
+  private var minimumRequests: Int {
+    let asked = max(0, distinct - statistics.cacheHits)
+    return (asked + Client.maxBatch - 1) / Client.maxBatch
+  }
 
   private func summary(started: Date) {
     let elapsed = Date().timeIntervalSince(started)
@@ -322,6 +326,7 @@ final class EnrichJob: @unchecked Sendable {
         ("requests", .int(statistics.requests)), ("minimum_requests", .int(minimumRequests)),
         ("distinct_ceps", .int(distinct)), ("memo_capacity", .int(options.memo)),
         ("memo_evictions", .int(statistics.memoEvictions)),
+        ("cache_hits", .int(statistics.cacheHits)),
         ("seconds", .double((elapsed * 1_000).rounded() / 1_000)),
       ]
       if skipped > 0 { fields.append(("resumed_after", .int(skipped))) }
@@ -339,6 +344,7 @@ final class EnrichJob: @unchecked Sendable {
       + "\(errors) errors"
     if blank > 0 { line += ", \(blank) blank" }
     line += ", requests \(statistics.requests) (minimum \(minimumRequests))"
+    if client.cache != nil { line += ", cache hits \(statistics.cacheHits)" }
     line += ", \(String(format: "%.1f", elapsed)) s"
     if skipped > 0 { line += " (resumed after \(skipped) rows)" }
     console.note(line)
