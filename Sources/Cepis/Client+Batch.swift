@@ -46,7 +46,7 @@ extension Client {
       editionCheck: cache != nil && Self.fillsOneChunk(ceps) ? .live : .refresh)
     var found: [Address?] = []
     found.reserveCapacity(ceps.count)
-    while let answer = try await engine.next() {
+    while let answer = try await engine.next(isolation: #isolation) {
       guard let error = answer.stored.error else {
         found.append(answer.stored.address)
         continue

@@ -196,6 +196,11 @@ where Base.Element: Sendable {
 
     /// The next element of the base sequence, or `nil` at its end.
     public mutating func next() async -> Base.Element? { base.next() }
+
+    /// The next element, on the caller's actor (no executor hop per element).
+    public mutating func next(isolation actor: isolated (any Actor)?) async -> Base.Element? {
+      base.next()
+    }
   }
 }
 
@@ -231,7 +236,19 @@ where Rows.Element: Sendable {
     ///   `CancellationError`.
     @inlinable
     public mutating func next() async throws -> LookupAnswer<Rows.Element>? {
-      try await engine.next()
+      try await engine.next(isolation: nil)
+    }
+
+    /// The next row's answer, computed on the caller's actor (`for try await` passes it): a
+    /// loop on the main actor does not hop to another executor for every row.
+    ///
+    /// - Throws: what `rows` threw (after every row read before it was answered), or
+    ///   `CancellationError`.
+    @inlinable
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws
+      -> LookupAnswer<Rows.Element>?
+    {
+      try await engine.next(isolation: actor)
     }
   }
 }

@@ -308,7 +308,7 @@ final class LookupAsks {
   /// Returns once a chunk has posted its outcome (at once if one already has), or when the
   /// task is cancelled.
   @usableFromInline
-  func waitForAnOutcome() async {
+  nonisolated(nonsending) func waitForAnOutcome() async {
     if !mailbox.isEmpty || Task.isCancelled { return }
     await withTaskCancellationHandler {
       await mailbox.wait()

@@ -71,9 +71,10 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       client: client, options: options, expectedCEPs: expectedCEPs, editionCheck: editionCheck)
   }
 
-  /// The next row's answer, reading rows and sending chunks as needed.
+  /// The next row's answer, reading rows and sending chunks as needed, on `actor` (the
+  /// caller's: no executor hop per row).
   @inlinable
-  func next() async throws -> LookupAnswer<Row>? {
+  func next(isolation actor: isolated (any Actor)?) async throws -> LookupAnswer<Row>? {
     while true {
       guard !finished else { return nil }
       // Cancellation and the mailbox (a lock) are looked at every few rows, not every row:
@@ -91,7 +92,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       if let answer = popAnswered() { return answer }
       if !inputDone && held.count - heldHead < readAhead {
         do {
-          if let row = try await input.next() {
+          if let row = try await input.next(isolation: actor) {
             switch asks.admit(cep(row), behindOthers: heldHead < held.count) {
             case .answered(let result): return LookupAnswer(row: row, stored: result)
             case .held(let slot): held.append(Held(row: row, slot: slot))
