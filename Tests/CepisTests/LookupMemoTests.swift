@@ -130,7 +130,11 @@ struct LookupMemoTests {
     guard memo.evictions == evictions else {
       return "\(memo.evictions) evictions counted, \(evictions) seen"
     }
-    if capacity > 0 && evictions == 0 { return "no eviction: the sequence did not exercise it" }
+    // A run long enough to fill the memo must have evicted (the sanitizers' short runs of the
+    // largest capacity cannot fill it).
+    if capacity > 0 && evictions == 0 && operations >= 4 * capacity {
+      return "no eviction: the sequence did not exercise it"
+    }
     return nil
   }
 }
