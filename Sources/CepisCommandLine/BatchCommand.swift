@@ -25,7 +25,7 @@ enum BatchCommand {
     writer.begin()
     var worst = ToolStatus.success
     var written = 0
-    for try await answer in client.lookups(LineRows(reader: LineReader(input: input))) {
+    for try await answer in client.lookups(PulledRows(LineReader(input: input).next)) {
       let result = CEPResult(input: answer.row, answer: answer.result)
       worst = max(worst, ToolStatus.of([result.status]))
       console.noteFailure(in: result.status)
@@ -65,20 +65,6 @@ final class LineReader: @unchecked Sendable {
         lines.append(chunk)
       }
     }
-  }
-}
-
-/// The lines of a ``LineReader`` as an async sequence.
-struct LineRows: AsyncSequence, Sendable {
-  typealias Element = String
-  let reader: LineReader
-
-  func makeAsyncIterator() -> Iterator { Iterator(reader: reader) }
-
-  struct Iterator: AsyncIteratorProtocol {
-    let reader: LineReader
-
-    mutating func next() async throws -> String? { try reader.next() }
   }
 }
 

@@ -93,17 +93,24 @@ final class EnrichReader: @unchecked Sendable {
   }
 }
 
-/// The data rows of an `enrich` input, read as the `lookups` stream asks for them.
-struct EnrichRows: AsyncSequence, Sendable {
-  typealias Element = EnrichRow
-  let reader: EnrichReader
+/// The rows a synchronous reader gives (`pull`: the next row, `nil` at the end), as the
+/// async sequence the `lookups` stream reads: `batch`'s lines and `enrich`'s records. Each
+/// row is pulled on the caller's actor (`next(isolation:)`), with no executor hop.
+struct PulledRows<Element: Sendable>: AsyncSequence, Sendable {
+  let pull: @Sendable () throws -> Element?
 
-  func makeAsyncIterator() -> Iterator { Iterator(reader: reader) }
+  init(_ pull: @escaping @Sendable () throws -> Element?) { self.pull = pull }
+
+  func makeAsyncIterator() -> Iterator { Iterator(pull: pull) }
 
   struct Iterator: AsyncIteratorProtocol {
-    let reader: EnrichReader
+    let pull: @Sendable () throws -> Element?
 
-    mutating func next() async throws -> EnrichRow? { try reader.nextRow() }
+    mutating func next() async throws -> Element? { try pull() }
+
+    mutating func next(isolation actor: isolated (any Actor)?) async throws -> Element? {
+      try pull()
+    }
   }
 }
 
