@@ -14,14 +14,10 @@ struct LookupMemo {
   /// CEPs forgotten to make room so far.
   private(set) var evictions = 0
 
-  private static let none: Int32 = -1
   private var entries: [Int: Int32] = [:]
   private var keys: [Int] = []
   private var values: [LookupResult] = []
-  private var older: [Int32] = []
-  private var newer: [Int32] = []
-  private var newest = none
-  private var oldest = none
+  private var order = RecencyList()
 
   /// A memo of at most `capacity` CEPs, with room for `reserving` of them set aside at once
   /// (when the caller knows how many will come: no rehashing and no copying as it fills).
@@ -33,8 +29,7 @@ struct LookupMemo {
     entries.reserveCapacity(reserved)
     keys.reserveCapacity(reserved)
     values.reserveCapacity(reserved)
-    older.reserveCapacity(reserved)
-    newer.reserveCapacity(reserved)
+    order.reserveCapacity(reserved)
   }
 
   /// How many CEPs the memo holds.
@@ -70,7 +65,7 @@ struct LookupMemo {
 
   private mutating func state(of entry: Int32) -> State {
     guard entry >= 0 else { return .waiting(ask: -(entry + 1)) }
-    touch(entry)
+    order.touch(entry)
     return .answered(values[Int(entry)])
   }
 
@@ -106,61 +101,28 @@ struct LookupMemo {
     }
     if let entry = known, entry >= 0 {
       values[Int(entry)] = answer
-      touch(entry)
+      order.touch(entry)
       return nil
     }
     if keys.count < capacity {
       let entry = Int32(keys.count)
       keys.append(cep)
       values.append(answer)
-      older.append(Self.none)
-      newer.append(Self.none)
+      order.appendNewest()
       if let position { entries.values[position] = entry } else { entries[cep] = entry }
-      pushNewest(entry)
       return nil
     }
-    let entry = oldest
+    let entry = order.oldest
     let forgotten = keys[Int(entry)]
-    unlink(entry)
     entries[forgotten] = nil
     keys[Int(entry)] = cep
     values[Int(entry)] = answer
     entries[cep] = entry
-    pushNewest(entry)
+    order.touch(entry)
     evictions += 1
     return forgotten
   }
 
   /// The CEPs held, least recently used first (for tests).
-  var cepsOldestFirst: [Int] {
-    var ceps: [Int] = []
-    var cursor = oldest
-    while cursor != Self.none {
-      ceps.append(keys[Int(cursor)])
-      cursor = newer[Int(cursor)]
-    }
-    return ceps
-  }
-
-  private mutating func touch(_ entry: Int32) {
-    guard entry != newest else { return }
-    unlink(entry)
-    pushNewest(entry)
-  }
-
-  private mutating func unlink(_ entry: Int32) {
-    let before = older[Int(entry)]
-    let after = newer[Int(entry)]
-    if before != Self.none { newer[Int(before)] = after } else { oldest = after }
-    if after != Self.none { older[Int(after)] = before } else { newest = before }
-    older[Int(entry)] = Self.none
-    newer[Int(entry)] = Self.none
-  }
-
-  private mutating func pushNewest(_ entry: Int32) {
-    older[Int(entry)] = newest
-    newer[Int(entry)] = Self.none
-    if newest != Self.none { newer[Int(newest)] = entry } else { oldest = entry }
-    newest = entry
-  }
+  var cepsOldestFirst: [Int] { order.oldestFirst.map { keys[Int($0)] } }
 }

@@ -9,14 +9,10 @@
 package struct RecencyMap<Value> {
   /// The most keys kept (0 keeps nothing).
   package let capacity: Int
-  private static var none: Int32 { -1 }
   private var slots: [Int: Int32] = [:]
   private var keys: [Int] = []
   private var values: [Value] = []
-  private var older: [Int32] = []
-  private var newer: [Int32] = []
-  private var newest: Int32 = -1
-  private var oldest: Int32 = -1
+  private var order = RecencyList()
 
   /// A map of at most `capacity` keys.
   package init(capacity: Int) {
@@ -29,7 +25,7 @@ package struct RecencyMap<Value> {
   /// The value for `key`, now the most recently used.
   package mutating func value(for key: Int) -> Value? {
     guard let slot = slots[key] else { return nil }
-    touch(slot)
+    order.touch(slot)
     return values[Int(slot)]
   }
 
@@ -45,50 +41,79 @@ package struct RecencyMap<Value> {
     guard capacity > 0 else { return nil }
     if let slot = slots[key] {
       values[Int(slot)] = value
-      touch(slot)
+      order.touch(slot)
       return nil
     }
     if keys.count < capacity {
-      let slot = Int32(keys.count)
+      slots[key] = Int32(keys.count)
       keys.append(key)
       values.append(value)
-      older.append(Self.none)
-      newer.append(Self.none)
-      slots[key] = slot
-      pushNewest(slot)
+      order.appendNewest()
       return nil
     }
-    let slot = oldest
+    let slot = order.oldest
     let forgotten = keys[Int(slot)]
-    unlink(slot)
     slots[forgotten] = nil
     keys[Int(slot)] = key
     values[Int(slot)] = value
     slots[key] = slot
-    pushNewest(slot)
+    order.touch(slot)
     return forgotten
   }
 
   /// The keys held, least recently used first.
-  package var keysOldestFirst: [Int] {
-    var result: [Int] = []
-    var cursor = oldest
-    while cursor != Self.none {
-      result.append(keys[Int(cursor)])
-      cursor = newer[Int(cursor)]
-    }
-    return result
-  }
+  package var keysOldestFirst: [Int] { order.oldestFirst.map { keys[Int($0)] } }
 
   /// The values held, least recently used first.
   package var valuesOldestFirst: [Value] {
     keysOldestFirst.compactMap { peek($0) }
   }
+}
 
-  private mutating func touch(_ slot: Int32) {
+extension RecencyMap: Sendable where Value: Sendable {}
+
+/// An order of recency over slots `0..<count`: a doubly linked list through two arrays of
+/// indices, so a slot costs no allocation of its own. The list under ``RecencyMap`` and
+/// `LookupMemo`, which keep their keys and values in arrays indexed by the same slots.
+struct RecencyList {
+  static let none: Int32 = -1
+  private var older: [Int32] = []
+  private var newer: [Int32] = []
+  /// The most recently used slot, or ``none``.
+  private(set) var newest = none
+  /// The least recently used slot, or ``none``.
+  private(set) var oldest = none
+
+  /// Makes room for `count` slots.
+  mutating func reserveCapacity(_ count: Int) {
+    older.reserveCapacity(count)
+    newer.reserveCapacity(count)
+  }
+
+  /// Adds the next slot (`count` before the call) as the most recently used.
+  mutating func appendNewest() {
+    let slot = Int32(older.count)
+    older.append(Self.none)
+    newer.append(Self.none)
+    pushNewest(slot)
+  }
+
+  /// Makes `slot` the most recently used.
+  mutating func touch(_ slot: Int32) {
     guard slot != newest else { return }
     unlink(slot)
     pushNewest(slot)
+  }
+
+  /// The slots, least recently used first.
+  var oldestFirst: [Int32] {
+    var slots: [Int32] = []
+    var cursor = oldest
+    while cursor != Self.none {
+      slots.append(cursor)
+      cursor = newer[Int(cursor)]
+    }
+    return slots
   }
 
   private mutating func unlink(_ slot: Int32) {
@@ -107,5 +132,3 @@ package struct RecencyMap<Value> {
     newest = slot
   }
 }
-
-extension RecencyMap: Sendable where Value: Sendable {}
