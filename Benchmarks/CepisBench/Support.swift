@@ -169,8 +169,8 @@ func reportRequestLoop(
   let latencies = perTask.flatMap { $0 }.sorted()
   report("requests", latencies.count)
   report("rps", format(Double(latencies.count) / elapsed, 1))
-  report("p50_ms", format(percentile(latencies, 50), 3))
-  report("p99_ms", format(percentile(latencies, 99), 3))
+  report("p50_ms", format(percentile(latencies, 50), 4))
+  report("p99_ms", format(percentile(latencies, 99), 4))
   report("cpu_us_per_request", format(cpu / Double(max(1, latencies.count)) * 1e6, 1))
 }
 

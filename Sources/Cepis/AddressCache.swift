@@ -54,6 +54,10 @@ public final class AddressCache: Sendable {
   let retryHealthAfterFailure: TimeInterval
   let now: @Sendable () -> Date
   private let backend: LockedValue<Backend>
+  /// For a file cache, the entries ``Client/lookup(_:)`` read or stored last, kept in this
+  /// process's memory so that a repeated lookup does not wait for the file (see
+  /// ``frontCapacity``); `nil` for a memory cache, which is its own front.
+  private let front: LockedValue<RecencyMap<CacheEntry>>?
   private let editionState = LockedValue(EditionState())
   private let issued = LockedValue(Warnings())
   private let onWarning: (@Sendable (String) -> Void)?
@@ -132,10 +136,19 @@ public final class AddressCache: Sendable {
     switch storage {
     case .memory(let capacity):
       backend = LockedValue(.ready(MemoryCacheStore(capacity: capacity)))
+      front = nil
     case .sqlite(let url, let maxBytes):
       backend = LockedValue(.unopenedFile(url, maxBytes: maxBytes))
+      front = LockedValue(RecencyMap(capacity: Self.frontCapacity))
     }
   }
+
+  /// How many single-lookup entries a file cache also keeps in memory, least recently used
+  /// forgotten first. An entry there is one of the file's, of its edition: the same DNE data
+  /// whichever copy answers, so it needs no check against the file; it is served only while
+  /// its edition is the live one, like the file's. (Another process clearing the file does not
+  /// reach it; this process's ``clear()`` does.)
+  static let frontCapacity = 10_000
 
   /// The warnings issued so far, each once, oldest first (at most 32): the file moved aside,
   /// SQLite missing, an error that made the cache step aside for a call.
@@ -270,6 +283,32 @@ public final class AddressCache: Sendable {
     return found.filter { $0.value.edition == edition }
   }
 
+  /// The entry of `edition` held for one CEP, for ``Client/lookup(_:)``: from the memory
+  /// front of a file cache when it holds it (its recency noted for the file, which is not
+  /// waited for), else as ``freshEntries(for:edition:)`` reads it, and then kept in front.
+  package func freshEntry(for cep: Int, edition: String) async -> CacheEntry? {
+    guard let front else { return await freshEntries(for: [cep], edition: edition)[cep] }
+    if let entry = front.withLock({ $0.value(for: cep) }), entry.edition == edition {
+      (resolvedStore() as? SQLiteCacheStore)?.noteUsed(CollectionOfOne(cep), now: now())
+      return entry
+    }
+    guard let entry = await freshEntries(for: [cep], edition: edition)[cep] else { return nil }
+    keepInFront([entry])
+    return entry
+  }
+
+  /// Keeps `entries` in the memory front, each unless the front holds one that it does not
+  /// replace (``CacheEntry/replaces(_:)``: a batch entry never replaces a single one of its
+  /// edition).
+  private func keepInFront(_ entries: [CacheEntry]) {
+    front?.withLock { map in
+      for entry in entries {
+        if let held = map.peek(entry.cep), !entry.replaces(held) { continue }
+        map.set(entry, for: entry.cep)
+      }
+    }
+  }
+
   /// The answers of `edition` held for `ceps` as the batch endpoint gives them (`geo`
   /// removed): `.some(nil)` for "does not exist". For the bulk engine's chunks.
   package func batchAnswers(for ceps: [Int], edition: String) async -> [Int: Address?] {
@@ -310,6 +349,9 @@ public final class AddressCache: Sendable {
         cep: answer.cep, address: address, edition: edition, storedAt: now, kind: kind)
     }
     guard !entries.isEmpty else { return }
+    // The bulk engine's chunks (batch entries) do not pass through the front: a front entry of
+    // the same edition stays right, and one of another edition is not served as fresh.
+    if kind == .single { keepInFront(entries) }
     _ = await perform("store answers") {
       try $0.store(entries, liveEdition: edition, now: now)
     }
@@ -327,6 +369,7 @@ public final class AddressCache: Sendable {
       state.mark = nil
       state.lastFailure = nil
     }
+    front?.withLock { $0 = RecencyMap(capacity: Self.frontCapacity) }
     return await perform("be cleared") { try $0.clear() } != nil
   }
 

@@ -12,7 +12,7 @@ extension Client {
     // `digits` is normalised: eight ASCII digits.
     guard let number = Int(digits) else { return try await lookupFromNetwork(digits) }
     let edition = await cache.liveEdition(using: self)
-    if let edition, let entry = await cache.freshEntries(for: [number], edition: edition)[number] {
+    if let edition, let entry = await cache.freshEntry(for: number, edition: edition) {
       switch (entry.address, entry.kind) {
       case (nil, _): throw CepisError.cepNotFound(digits)
       case (let address?, .single): return address

@@ -20,51 +20,60 @@ public struct LookupAnswer<Row: Sendable>: Sendable {
   public var address: Address? { stored.address }
 }
 
-/// The answer for one CEP, held once and shared by reference by the memo and by every row of
-/// that CEP: a row's answer costs a reference, not a copy of an address's seven strings.
+/// The answer for one CEP, held once in the memo and handed to every row of that CEP. A found
+/// address is one reference (a batch row's fields live in one buffer), so a row's answer
+/// costs a retain, not a copy of an address's strings, and a memo entry is no larger than an
+/// ``Address``; a failure, rare, is boxed to keep it so.
 @usableFromInline
-package final class LookupResult: Sendable {
-  /// The address when found; empty fields otherwise. Its fields can be read in place
-  /// (`stored.fields.logradouro`) without copying the whole address.
-  package let fields: Address
-  /// Whether the CEP was found.
-  package let isFound: Bool
-  /// Why there is no answer, when the lookup failed (or the CEP is malformed).
-  package let error: CepisError?
-
-  private static let empty = Address(cep: "", logradouro: "", localidade: "", uf: "")
+package enum LookupResult: Sendable {
+  /// The address.
+  case found(Address)
+  /// The CEP does not exist.
+  case notFound
+  /// The lookup failed (or the CEP is malformed).
+  case failed(LookupFailure)
 
   /// A found address.
-  package init(found address: Address) {
-    self.fields = address
-    self.isFound = true
-    self.error = nil
-  }
+  package init(found address: Address) { self = .found(address) }
 
   /// A failure.
-  package init(failure error: CepisError) {
-    self.fields = Self.empty
-    self.isFound = false
-    self.error = error
-  }
+  package init(failure error: CepisError) { self = .failed(LookupFailure(error)) }
 
-  private init() {
-    self.fields = Self.empty
-    self.isFound = false
-    self.error = nil
+  /// Whether the CEP was found.
+  package var isFound: Bool {
+    if case .found = self { return true }
+    return false
   }
-
-  /// The answer for a CEP that does not exist (one, shared).
-  package static let notFound = LookupResult()
 
   /// The address, when found.
-  package var address: Address? { isFound ? fields : nil }
+  package var address: Address? {
+    if case .found(let address) = self { return address }
+    return nil
+  }
+
+  /// Why there is no answer, when the lookup failed (or the CEP is malformed).
+  package var error: CepisError? {
+    if case .failed(let failure) = self { return failure.error }
+    return nil
+  }
 
   /// The answer as a `Result`.
   package var result: Result<Address?, CepisError> {
-    if let error { return .failure(error) }
-    return .success(address)
+    switch self {
+    case .found(let address): .success(address)
+    case .notFound: .success(nil)
+    case .failed(let failure): .failure(failure.error)
+    }
   }
+}
+
+/// A ``LookupResult``'s error, boxed: one per failed chunk, shared by its rows.
+@usableFromInline
+package final class LookupFailure: Sendable {
+  /// The error.
+  package let error: CepisError
+
+  init(_ error: CepisError) { self.error = error }
 }
 
 /// How a ``LookupStream`` spends requests and memory.

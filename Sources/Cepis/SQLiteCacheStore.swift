@@ -1,3 +1,4 @@
+import CepisSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -27,9 +28,10 @@ import Foundation
 ///   transaction (or once 256 are pending, or a minute has passed), and only where the stored
 ///   time is more than a minute old — recency to the minute is all eviction needs.
 ///
-/// `@unchecked Sendable` is sound: every stored property that changes (`connection`,
-/// `pendingTouches`, `oldestPendingTouch`) is read and written only while `lock` is held,
-/// for the whole of each public method; the rest is immutable.
+/// `@unchecked Sendable` is sound: the one stored property that changes, `connection`, is
+/// read and written only while `lock` is held, for the whole of each public method; the
+/// CEPs read and not yet written back (`touches`) have a lock of their own, so that
+/// ``noteUsed(_:now:)`` never waits for the file; the rest is immutable.
 package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   /// The schema this code writes and reads.
   package static let schemaVersion: Int64 = 1
@@ -48,8 +50,18 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   private let warn: @Sendable (String) -> Void
   private let lock = NSLock()
   private var connection: SQLiteConnection?
-  private var pendingTouches: Set<Int> = []
-  private var oldestPendingTouch: Date?
+  private let touches = LockedValue(PendingTouches())
+
+  /// The CEPs read since recency was last written, and when the oldest of them was read.
+  private struct PendingTouches: Sendable {
+    var ceps: Set<Int> = []
+    var oldest: Date?
+
+    mutating func forget(_ written: Set<Int>) {
+      ceps.subtract(written)
+      if ceps.isEmpty { oldest = nil }
+    }
+  }
 
   /// A store at `url` on the system SQLite; `nil` when SQLite cannot be loaded. Nothing is
   /// opened until the first call.
@@ -92,24 +104,21 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         try? db.run("ROLLBACK")
         throw error
       }
-      if !found.isEmpty {
-        pendingTouches.formUnion(found.keys)
-        if oldestPendingTouch == nil { oldestPendingTouch = now }
+      noteUsed(found.keys, now: now)
+      let due = touches.withLock { pending in
+        pending.oldest.map {
+          pending.ceps.count >= 256
+            || now.timeIntervalSince($0) >= Double(Self.touchGranularity)
+        } ?? false
       }
-      if let oldest = oldestPendingTouch,
-        pendingTouches.count >= 256
-          || now.timeIntervalSince(oldest) >= Double(Self.touchGranularity)
-      {
-        try writeTransaction(db) { try flushTouches(db, now: now) }
-      }
+      if due { try writeTransactionWritingTouches(db, now: now) {} }
       return found
     }
   }
 
   package func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws {
     try withConnection { db in
-      try writeTransaction(db) {
-        try flushTouches(db, now: now)
+      try writeTransactionWritingTouches(db, now: now) {
         let usedAt = Int64(now.timeIntervalSince1970.rounded(.down))
         for entry in entries {
           let address = entry.address
@@ -131,6 +140,16 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         }
       }
       try keepWithinBound(db, liveEdition: liveEdition)
+    }
+  }
+
+  /// Remembers that `ceps` were used (read from a memory tier in front of the file), to be
+  /// written with the next write transaction; never waits for the file.
+  package func noteUsed(_ ceps: some Collection<Int>, now: Date) {
+    guard !ceps.isEmpty else { return }
+    touches.withLock { pending in
+      pending.ceps.formUnion(ceps)
+      if pending.oldest == nil { pending.oldest = now }
     }
   }
 
@@ -175,8 +194,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
 
   package func clear() throws {
     try withConnection { db in
-      pendingTouches.removeAll()
-      oldestPendingTouch = nil
+      touches.withLock { $0 = PendingTouches() }
       try writeTransaction(db) {
         try db.run("DELETE FROM entries")
         try db.run("DELETE FROM meta WHERE key IN ('edition', 'edition_checked_at')")
@@ -189,8 +207,8 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   package func close() {
     lock.lock()
     defer { lock.unlock() }
-    if let connection, !pendingTouches.isEmpty {
-      try? writeTransaction(connection) { try flushTouches(connection, now: Date()) }
+    if let connection, touches.withLock({ !$0.ceps.isEmpty }) {
+      try? writeTransactionWritingTouches(connection, now: Date()) {}
     }
     connection?.close()
     connection = nil
@@ -277,16 +295,22 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     }
   }
 
-  private func flushTouches(_ db: SQLiteConnection, now: Date) throws {
-    guard !pendingTouches.isEmpty else { return }
-    let usedAt = Int64(now.timeIntervalSince1970.rounded(.down))
-    for cep in pendingTouches {
-      try db.run(
-        "UPDATE entries SET used_at = ?1 WHERE cep = ?2 AND used_at < ?1 - ?3",
-        [.int(usedAt), .int(Int64(cep)), .int(Self.touchGranularity)])
+  /// Runs `body` in a write transaction that first writes the recency of the CEPs read
+  /// since the last one; they are forgotten once it commits (kept for the next one if not).
+  private func writeTransactionWritingTouches(
+    _ db: SQLiteConnection, now: Date, _ body: () throws -> Void
+  ) throws {
+    let written = touches.withLock { $0.ceps }
+    try writeTransaction(db) {
+      let usedAt = Int64(now.timeIntervalSince1970.rounded(.down))
+      for cep in written {
+        try db.run(
+          "UPDATE entries SET used_at = ?1 WHERE cep = ?2 AND used_at < ?1 - ?3",
+          [.int(usedAt), .int(Int64(cep)), .int(Self.touchGranularity)])
+      }
+      try body()
     }
-    pendingTouches.removeAll()
-    oldestPendingTouch = nil
+    if !written.isEmpty { touches.withLock { $0.forget(written) } }
   }
 
   private static func size(of db: SQLiteConnection) throws -> Int {
@@ -340,8 +364,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     } catch let error as SQLiteError where error.meansUnusableFile {
       connection?.close()
       connection = nil
-      pendingTouches.removeAll()
-      oldestPendingTouch = nil
+      touches.withLock { $0 = PendingTouches() }
       moveAside(reason: "it is damaged (\(error.message))")
       throw error
     }

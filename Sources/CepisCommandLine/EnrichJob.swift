@@ -216,14 +216,17 @@ final class EnrichJob: @unchecked Sendable {
         if row.cep == nil {
           status = .invalid
           sink.buffer.append(contentsOf: EnrichAnswer.invalid)
-        } else if let error = stored.error {
-          status = .failed
-          sink.buffer.append(contentsOf: EnrichAnswer.failure(error))
-        } else if !stored.isFound {
-          status = .notFound
-          sink.buffer.append(contentsOf: EnrichAnswer.notFound)
         } else {
-          EnrichAnswer.appendFound(stored, to: &sink.buffer)
+          switch stored {
+          case .failed(let failure):
+            status = .failed
+            sink.buffer.append(contentsOf: EnrichAnswer.failure(failure.error))
+          case .notFound:
+            status = .notFound
+            sink.buffer.append(contentsOf: EnrichAnswer.notFound)
+          case .found(let address):
+            EnrichAnswer.appendFound(address, to: &sink.buffer)
+          }
         }
         sink.buffer.append(contentsOf: row.terminator)
       }

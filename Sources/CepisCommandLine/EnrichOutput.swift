@@ -27,22 +27,11 @@ enum EnrichAnswer {
     return appended
   }
 
-  /// Appends the fields of a found address to `out`; a field is quoted only when it holds a
-  /// comma, a quote or a line break.
+  /// Appends the fields of a found address to `out`, reading each field's bytes in place (a
+  /// batch answer's fields are never made into strings); a field is quoted only when it holds
+  /// a comma, a quote or a line break.
   static func appendFound(_ address: Address, to out: inout [UInt8]) {
-    appendCSVField(address.logradouro, to: &out)
-    appendCSVField(address.complemento, to: &out)
-    appendCSVField(address.bairro, to: &out)
-    appendCSVField(address.localidade, to: &out)
-    appendCSVField(address.uf, to: &out)
-    appendCSVField(address.ibge, to: &out)
-    out.append(contentsOf: ",ok".utf8)
-  }
-
-  /// Appends the fields of the address a shared answer holds, reading each field's bytes in
-  /// place (a batch answer's fields are never made into strings, nor the address copied).
-  static func appendFound(_ answer: LookupResult, to out: inout [UInt8]) {
-    answer.fields.forEachUTF8Field { appendField($0, to: &out) }
+    address.forEachUTF8Field { appendField($0, to: &out) }
     out.append(contentsOf: ",ok".utf8)
   }
 

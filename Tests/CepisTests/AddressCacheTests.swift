@@ -194,4 +194,43 @@ struct AddressCacheTests {
       }
     }
   }
+
+  @Test(
+    "a file cache's memory front: its hits count as use in the file, clear() forgets it",
+    arguments: Transport.availableKinds)
+  func memoryFront(transport: Transport.Kind) async throws {
+    try await withTemporaryFolder { folder in
+      try await withMockServer { server in
+        let clock = ManualClock()
+        let cache = makeCache(.file, folder: folder, clock: clock)
+        let client = cachedClient(server, transport, cache: cache)
+        let other = "20040020"
+        let first = try await client.lookup(Self.known)
+        _ = try await client.lookup(other)
+        let start = Int64(clock.now.timeIntervalSince1970)
+        clock.advance(120)
+        // Answered in memory: no request, and the file's recency of the CEP moves with the
+        // next write (the lookup of a third CEP), while the CEP not used again keeps its own.
+        #expect(try await client.lookup(Self.known) == first)
+        #expect(requests(server, on: .cep).count == 2)
+        _ = try? await client.lookup(Self.missing)
+        await cache.close()
+        let library = try #require(SQLiteLibrary.shared)
+        let db = try SQLiteConnection(
+          library: library, path: folder.appendingPathComponent("cache.sqlite").path,
+          busyTimeout: 1_000)
+        var usedAt: [Int64: Int64] = [:]
+        try db.run("SELECT cep, used_at FROM entries") { row in usedAt[row.int(0)] = row.int(1) }
+        db.close()
+        #expect(usedAt[1_001_000] == start + 120)
+        #expect(usedAt[20_040_020] == start)
+        // clear() reaches the memory front: the next lookup asks cep.is again.
+        #expect(await cache.clear())
+        #expect(try await client.lookup(Self.known) == first)
+        #expect(requests(server, on: .cep).count == 4)
+        #expect(try await client.lookup(other) == expectedAddress(server, other))
+        #expect(requests(server, on: .cep).count == 5)
+      }
+    }
+  }
 }

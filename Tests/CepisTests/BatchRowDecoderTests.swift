@@ -204,5 +204,7 @@ struct BatchRowDecoderTests {
     #expect(located != packed && located.staleEdition == "2026-10" && packed.staleEdition == nil)
     // What a million-answer array costs per slot: three words, whatever the fields hold.
     #expect(MemoryLayout<Address?>.stride <= 24)
+    // And what the run-wide memo of a bulk lookup keeps per CEP: no more than an address.
+    #expect(MemoryLayout<LookupResult>.stride <= 24)
   }
 }
