@@ -239,9 +239,17 @@ final class SQLiteConnection {
       library.columnType(statement, column) == SQLiteCode.null
     }
     func text(_ column: Int32) -> String {
-      guard let bytes = library.columnText(statement, column) else { return "" }
+      withText(column) { String(decoding: $0, as: UTF8.self) }
+    }
+    /// Calls `body` with the bytes of a text column, in SQLite's buffer (valid until the
+    /// statement moves on): empty for `NULL`. Not checked to be UTF-8.
+    func withText<R>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+      // sqlite3_column_text before sqlite3_column_bytes, as SQLite asks.
+      guard let bytes = library.columnText(statement, column) else {
+        return body(UnsafeBufferPointer(start: nil, count: 0))
+      }
       let count = Int(library.columnBytes(statement, column))
-      return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+      return body(UnsafeBufferPointer(start: bytes, count: count))
     }
   }
 

@@ -92,9 +92,11 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   package func entries(for ceps: [Int], now: Date) throws -> [Int: CacheEntry] {
     try withConnection { db in
       var found: [Int: CacheEntry] = [:]
+      found.reserveCapacity(ceps.count)
       try db.run("BEGIN")
       do {
-        for cep in ceps {
+        // In key order: neighbouring CEPs share B-tree pages, read once.
+        for cep in ceps.sorted() {
           try db.run(Self.selectSQL, [.int(Int64(cep))]) { row in
             found[cep] = Self.entry(cep: cep, row)
           }
@@ -120,7 +122,8 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     try withConnection { db in
       try writeTransactionWritingTouches(db, now: now) {
         let usedAt = Int64(now.timeIntervalSince1970.rounded(.down))
-        for entry in entries {
+        // In key order: neighbouring CEPs share B-tree pages, written once.
+        for entry in entries.sorted(by: { $0.cep < $1.cep }) {
           let address = entry.address
           let geo = address?.geo
           func text(_ value: String?) -> SQLiteConnection.Value {
@@ -258,15 +261,53 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
           lat: row.double(10), lon: row.double(11), raioM: Int(row.int(12)),
           precisao: row.text(13))
       }
-      address = Address(
-        cep: cepDigits(cep), logradouro: row.text(4), complemento: row.text(5),
-        bairro: row.text(6), localidade: row.text(7), uf: row.text(8), ibge: row.text(9),
-        geo: geo)
+      address =
+        geo == nil
+        ? packedAddress(cep: cep, row)
+        : Address(
+          cep: cepDigits(cep), logradouro: row.text(4), complemento: row.text(5),
+          bairro: row.text(6), localidade: row.text(7), uf: row.text(8), ibge: row.text(9),
+          geo: geo)
     }
     return CacheEntry(
       cep: cep, address: address, edition: row.text(0),
       storedAt: Date(timeIntervalSince1970: row.double(3)),
       kind: CacheEntryKind(rawValue: Int(row.int(1))) ?? .batch)
+  }
+
+  /// An address without `geo` read as the batch endpoint's are: its six text columns
+  /// (4 to 9) packed in one allocation, no `String` made. A column that is not valid UTF-8 (a
+  /// file written by something else) is read as `String`s are, repaired.
+  private static func packedAddress(cep: Int, _ row: SQLiteConnection.Row) -> Address {
+    let columns = Int32(4)...Int32(9)
+    var total = 0
+    var valid = true
+    for column in columns {
+      row.withText(column) { bytes in
+        total += bytes.count
+        if valid && !isValidUTF8(bytes) { valid = false }
+      }
+    }
+    guard valid else {
+      return Address(
+        cep: cepDigits(cep), logradouro: row.text(4), complemento: row.text(5),
+        bairro: row.text(6), localidade: row.text(7), uf: row.text(8), ibge: row.text(9))
+    }
+    let packed = PackedFields.make(byteCount: total) { out in
+      var ends = PackedEnds()
+      var written = 0
+      for (field, column) in columns.enumerated() {
+        row.withText(column) { bytes in
+          if let base = bytes.baseAddress, !bytes.isEmpty {
+            (out + written).initialize(from: base, count: bytes.count)
+            written += bytes.count
+          }
+        }
+        ends[field] = UInt32(written)
+      }
+      return ends
+    }
+    return Address(cepNumber: cep, packed: packed)
   }
 
   // MARK: Transactions, bound, recency
@@ -303,7 +344,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     let written = touches.withLock { $0.ceps }
     try writeTransaction(db) {
       let usedAt = Int64(now.timeIntervalSince1970.rounded(.down))
-      for cep in written {
+      for cep in written.sorted() {
         try db.run(
           "UPDATE entries SET used_at = ?1 WHERE cep = ?2 AND used_at < ?1 - ?3",
           [.int(usedAt), .int(Int64(cep)), .int(Self.touchGranularity)])
@@ -454,6 +495,11 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     try db.run("PRAGMA journal_mode = WAL")
     try db.run("PRAGMA synchronous = NORMAL")
     try db.run("PRAGMA journal_size_limit = 4194304")
+    // A chunk's answers land on pages all over the file: a page cache of 8 MiB (default 2)
+    // keeps the upper levels and recent pages from being read again, and a checkpoint every
+    // 4,096 pages (default 1,000) copies a page rewritten by several chunks back once.
+    try db.run("PRAGMA cache_size = -8192")
+    try db.run("PRAGMA wal_autocheckpoint = 4096")
     for suffix in ["-wal", "-shm"] { _ = chmod(url.path + suffix, 0o600) }
     return nil
   }

@@ -173,4 +173,42 @@ struct AddressCacheFileTests {
       store.close()
     }
   }
+
+  @Test(
+    "entries read back field for field, with geo or without; text that is not UTF-8 is repaired")
+  func readBack() async throws {
+    try await withTemporaryFolder { folder in
+      let url = folder.appendingPathComponent("cache.sqlite")
+      let store = try openStore(url)
+      let now = Date(timeIntervalSince1970: 1_800_000_000)
+      var quoted = sampleAddress(2, geo: false)
+      quoted.logradouro = "Rua \"Ç\", 1 — até 89/90"
+      quoted.complemento = ""
+      let written: [CacheEntry] = [
+        CacheEntry(cep: 1, address: sampleAddress(1), edition: "e", storedAt: now, kind: .single),
+        CacheEntry(cep: 2, address: quoted, edition: "e", storedAt: now, kind: .batch),
+        CacheEntry(cep: 3, address: nil, edition: "e", storedAt: now, kind: .batch),
+        CacheEntry(
+          cep: 4, address: sampleAddress(4, geo: false), edition: "e", storedAt: now, kind: .batch),
+      ]
+      try store.store(written, liveEdition: "e", now: now)
+      let read = try store.entries(for: [1, 2, 3, 4, 5], now: now)
+      #expect(read.count == 4)
+      for entry in written {
+        let back = try #require(read[entry.cep])
+        #expect(back == entry)
+        #expect(back.address?.logradouro == entry.address?.logradouro)
+        #expect(back.address?.cep == entry.address?.cep)
+      }
+      // Bytes another writer left that are not UTF-8 read as a String reads them, repaired.
+      let library = try #require(SQLiteLibrary.shared)
+      let db = try SQLiteConnection(library: library, path: url.path, busyTimeout: 1_000)
+      try db.run("UPDATE entries SET bairro = CAST(x'43C328FF' AS TEXT) WHERE cep = 4")
+      db.close()
+      let repaired = try #require(try store.entries(for: [4], now: now)[4]?.address)
+      #expect(repaired.bairro == "C\u{FFFD}(\u{FFFD}")
+      #expect(repaired.logradouro == "Rua 4" && repaired.ibge == "3550308")
+      store.close()
+    }
+  }
 }
