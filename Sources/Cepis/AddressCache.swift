@@ -32,6 +32,9 @@ import Foundation
 /// request and stores the batch endpoint's answers; a failed request's CEPs are answered by
 /// kept addresses, marked stale, as above.
 ///
+/// A file cache also keeps the entries of the last ``frontCapacity`` single lookups in this
+/// process's memory, so that a repeated ``Client/lookup(_:)`` does not wait for the file.
+///
 /// A cache never makes a lookup fail: every error of the cache (an unreadable file, a full
 /// disk) degrades to asking the network, and is reported once through ``warnings``.
 public final class AddressCache: Sendable {
@@ -143,12 +146,12 @@ public final class AddressCache: Sendable {
     }
   }
 
-  /// How many single-lookup entries a file cache also keeps in memory, least recently used
-  /// forgotten first. An entry there is one of the file's, of its edition: the same DNE data
+  /// How many single-lookup entries a file cache also keeps in memory (10,000), least
+  /// recently used forgotten first. An entry there is one of the file's, of its edition: the same DNE data
   /// whichever copy answers, so it needs no check against the file; it is served only while
   /// its edition is the live one, like the file's. (Another process clearing the file does not
   /// reach it; this process's ``clear()`` does.)
-  static let frontCapacity = 10_000
+  public static let frontCapacity = 10_000
 
   /// The warnings issued so far, each once, oldest first (at most 32): the file moved aside,
   /// SQLite missing, an error that made the cache step aside for a call.
