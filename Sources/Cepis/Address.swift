@@ -55,7 +55,12 @@ public struct Address: Sendable, Hashable, Codable {
   /// has a point, with an unknown precision (``Geo/isPrecise`` is `false`, ``Geo/raioM`` 0).
   public var geo: Geo? {
     get { text.geo }
-    set { text = .strings(text.unpacked.replacing(geo: newValue)) }
+    set {
+      // Setting what is there already keeps a packed batch row packed (the cache and the bulk
+      // engine clear `geo` and `staleEdition` of answers that have neither).
+      guard newValue != text.geo else { return }
+      text = .strings(text.unpacked.replacing(geo: newValue))
+    }
   }
   /// The service that answered: ``AddressSource/cepis`` for every cep.is answer (single and
   /// batch), otherwise the fallback that stepped in.
@@ -68,7 +73,10 @@ public struct Address: Sendable, Hashable, Codable {
   /// since (a street renamed, a CEP split). Encoded as `stale_edition` only when present.
   public var staleEdition: String? {
     get { text.staleEdition }
-    set { text = .strings(text.unpacked.replacing(staleEdition: newValue)) }
+    set {
+      guard newValue != text.staleEdition else { return }
+      text = .strings(text.unpacked.replacing(staleEdition: newValue))
+    }
   }
 
   /// Creates an address.

@@ -462,15 +462,25 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   /// keeps its bytes — creating the schema in an empty file, then sets the connection up;
   /// returns why the file must be moved aside, or `nil` when it is fine.
   private func prepare(_ db: SQLiteConnection) throws -> String? {
-    var version = try db.integer("PRAGMA user_version")
+    // The version and the tables read in one snapshot: another process creating the schema
+    // commits both at once, and reading them apart could see its tables without its version.
+    var version: Int64 = 0
+    var tables: Int64 = 0
+    try db.run("BEGIN")
+    do {
+      version = try db.integer("PRAGMA user_version")
+      if version == 0 { tables = try db.integer("SELECT count(*) FROM sqlite_master") }
+      try db.run("COMMIT")
+    } catch {
+      try? db.run("ROLLBACK")
+      throw error
+    }
     if version > Self.schemaVersion {
       return
         "its schema (version \(version)) is newer than this Cepis reads (\(Self.schemaVersion))"
     }
     if version == 0 {
-      guard try db.integer("SELECT count(*) FROM sqlite_master") == 0 else {
-        return "it is not a Cepis cache"
-      }
+      guard tables == 0 else { return "it is not a Cepis cache" }
       // Only effective before the first table exists: lets the file shrink after evictions.
       try db.run("PRAGMA auto_vacuum = INCREMENTAL")
       try db.run("PRAGMA journal_mode = WAL")

@@ -194,6 +194,16 @@ struct BatchRowDecoderTests {
     other.cep = "01001001"
     #expect(other.cep == "01001001" && other != packed && packed.cep == "01001000")
     #expect(packed.formattedCEP == "01001-000" && packed.geo == nil && packed.source == .cepis)
+    // Clearing what a batch row does not have (the cache does, for every answer it stores)
+    // leaves it packed: no String is made.
+    var cleared = packed
+    cleared.geo = nil
+    cleared.staleEdition = nil
+    guard case .packed = cleared.text else {
+      Issue.record("clearing geo and staleEdition unpacked the row")
+      return
+    }
+    #expect(cleared == packed)
     var located = packed
     located.geo = Geo(lat: -23.55, lon: -46.63, raioM: 30, precisao: "logradouro")
     #expect(located.geo?.raioM == 30 && located != packed && packed.geo == nil)
