@@ -22,6 +22,12 @@ import Foundation
 ///   (`PRAGMA user_version` above ``schemaVersion``) is renamed
 ///   `<name>.corrupt-<UTC timestamp>` (its `-wal` and `-shm` beside it) and a fresh one starts,
 ///   with one warning.
+/// - Rows are kept in the order they were stored (a rowid), found through a unique index on
+///   the CEP (schema 2). A chunk's CEPs are spread over the whole range, so a table keyed by
+///   CEP (schema 1) rewrote a page per answer in every transaction (~2 MiB of WAL per chunk);
+///   in arrival order a chunk fills a few pages, and only the small index is written all over.
+///   There is no index on `used_at`: eviction, rare, scans. A file of schema 1 is moved aside
+///   like any other it cannot use, and a fresh one starts.
 /// - Bounded by `maxBytes` (`page_count × page_size`, checked after each write transaction):
 ///   entries of other editions go first, then the least recently used. `used_at` is not
 ///   written on every read: the CEPs read are remembered and written with the next write
@@ -34,7 +40,7 @@ import Foundation
 /// ``noteUsed(_:now:)`` never waits for the file; the rest is immutable.
 package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   /// The schema this code writes and reads.
-  package static let schemaVersion: Int64 = 1
+  package static let schemaVersion: Int64 = 2
   /// The `meta` row that tells our files from other SQLite databases.
   static let schemaMarker = "cepis-address-cache"
   /// Recency is kept to this many seconds.
@@ -242,12 +248,12 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   static let schemaSQL = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """
-    CREATE TABLE entries (cep INTEGER PRIMARY KEY, edition TEXT NOT NULL, \
-    kind INTEGER NOT NULL, found INTEGER NOT NULL, stored_at REAL NOT NULL, \
-    used_at INTEGER NOT NULL, logradouro TEXT, complemento TEXT, bairro TEXT, \
-    localidade TEXT, uf TEXT, ibge TEXT, lat REAL, lon REAL, raio_m INTEGER, precisao TEXT)
+    CREATE TABLE entries (id INTEGER PRIMARY KEY, cep INTEGER NOT NULL UNIQUE, \
+    edition TEXT NOT NULL, kind INTEGER NOT NULL, found INTEGER NOT NULL, \
+    stored_at REAL NOT NULL, used_at INTEGER NOT NULL, logradouro TEXT, complemento TEXT, \
+    bairro TEXT, localidade TEXT, uf TEXT, ibge TEXT, lat REAL, lon REAL, raio_m INTEGER, \
+    precisao TEXT)
     """,
-    "CREATE INDEX entries_by_use ON entries (used_at, cep)",
     "INSERT INTO meta (key, value) VALUES ('schema', '\(schemaMarker)')",
     "PRAGMA user_version = \(schemaVersion)",
   ]
@@ -499,8 +505,10 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     } catch let error as SQLiteError where !error.meansUnusableFile {
       marker = nil
     }
-    guard version == Self.schemaVersion, marker == Self.schemaMarker else {
-      return "it is not a Cepis cache"
+    guard marker == Self.schemaMarker else { return "it is not a Cepis cache" }
+    guard version == Self.schemaVersion else {
+      return "its schema (version \(version)) is older than this Cepis writes "
+        + "(\(Self.schemaVersion))"
     }
     try db.run("PRAGMA journal_mode = WAL")
     try db.run("PRAGMA synchronous = NORMAL")

@@ -17,6 +17,7 @@ struct AddressCacheFileTests {
     case garbage
     case foreign
     case newerSchema
+    case olderSchema
     var description: String { rawValue }
   }
 
@@ -43,11 +44,28 @@ struct AddressCacheFileTests {
       let db = try SQLiteConnection(library: library, path: url.path, busyTimeout: 1_000)
       try db.run("PRAGMA user_version = \(SQLiteCacheStore.schemaVersion + 1)")
       db.close()
+    case .olderSchema:
+      // What schema 1 wrote (a table keyed by CEP), with an entry in it.
+      let db = try SQLiteConnection(library: library, path: url.path, busyTimeout: 1_000)
+      try db.run("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+      try db.run(
+        """
+        CREATE TABLE entries (cep INTEGER PRIMARY KEY, edition TEXT NOT NULL, \
+        kind INTEGER NOT NULL, found INTEGER NOT NULL, stored_at REAL NOT NULL, \
+        used_at INTEGER NOT NULL, logradouro TEXT, complemento TEXT, bairro TEXT, \
+        localidade TEXT, uf TEXT, ibge TEXT, lat REAL, lon REAL, raio_m INTEGER, precisao TEXT)
+        """)
+      try db.run("INSERT INTO meta VALUES ('schema', '\(SQLiteCacheStore.schemaMarker)')")
+      try db.run(
+        "INSERT INTO entries (cep, edition, kind, found, stored_at, used_at) VALUES (1, 'x', 1, 0, 0, 0)"
+      )
+      try db.run("PRAGMA user_version = 1")
+      db.close()
     }
   }
 
   @Test(
-    "a corrupt, foreign or newer-schema file is moved aside with one warning; lookups still work",
+    "a corrupt, foreign, newer- or older-schema file is moved aside with one warning; lookups work",
     arguments: Damage.allCases)
   func damagedFileMovedAside(damage: Damage) async throws {
     try await withTemporaryFolder { folder in
@@ -67,6 +85,9 @@ struct AddressCacheFileTests {
         #expect(cache.warnings.count == 1)
         #expect(heard.withLock { $0 } == cache.warnings)
         #expect(cache.warnings.first?.contains("moved aside") == true)
+        if damage == .olderSchema {
+          #expect(cache.warnings.first?.contains("older than this Cepis writes") == true)
+        }
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         let aside = try #require(
           names.first {
