@@ -198,7 +198,19 @@ public final class AddressCache: Sendable {
     _ what: String, _ body: @escaping @Sendable (any CacheStore) throws -> T
   ) async -> T? {
     let store = resolvedStore()
-    let run: @Sendable () -> T? = { [self] in
+    let run = runner(what, store, body)
+    guard store is SQLiteCacheStore else { return run() }
+    return await withCheckedContinuation { continuation in
+      queue.async { continuation.resume(returning: run()) }
+    }
+  }
+
+  /// `body` on `store`, an error becoming a warning and `nil`.
+  private func runner<T: Sendable>(
+    _ what: String, _ store: any CacheStore,
+    _ body: @escaping @Sendable (any CacheStore) throws -> T
+  ) -> @Sendable () -> T? {
+    { [self] in
       do {
         return try body(store)
       } catch {
@@ -206,11 +218,14 @@ public final class AddressCache: Sendable {
         return nil
       }
     }
-    guard store is SQLiteCacheStore else { return run() }
-    return await withCheckedContinuation { continuation in
-      queue.async { continuation.resume(returning: run()) }
-    }
   }
+
+  /// Stores queued on the file's queue and not yet written (see
+  /// ``storeBehind(_:kind:edition:)``).
+  private let storesQueued = LockedValue(0)
+
+  /// How many chunks' stores may wait on the file's queue while their answers go on.
+  static let storesBehind = 4
 
   // MARK: Package API (the client and the bulk engine)
 
@@ -343,20 +358,75 @@ public final class AddressCache: Sendable {
     _ answers: [(cep: Int, address: Address?)], kind: CacheEntryKind, edition: String
   ) async {
     let now = self.now()
-    let entries = answers.compactMap { answer -> CacheEntry? in
-      if let address = answer.address, address.source != .cepis { return nil }
-      var address = answer.address
-      address?.staleEdition = nil
-      if kind == .batch { address?.geo = nil }
-      return CacheEntry(
-        cep: answer.cep, address: address, edition: edition, storedAt: now, kind: kind)
-    }
+    let entries = Self.entries(answers, kind: kind, edition: edition, now: now)
     guard !entries.isEmpty else { return }
     // The bulk engine's chunks (batch entries) do not pass through the front: a front entry of
     // the same edition stays right, and one of another edition is not served as fresh.
     if kind == .single { keepInFront(entries) }
     _ = await perform("store answers") {
       try $0.store(entries, liveEdition: edition, now: now)
+    }
+  }
+
+  /// Stores answers as ``store(_:kind:edition:)`` does, without waiting for the file while
+  /// fewer than ``storesBehind`` chunks' stores are queued before it (the bulk engine's
+  /// answers go on meanwhile); past that, waits for its own, so that what waits stays bounded.
+  /// Reads, stores and ``drainStores()`` run on one queue, in the order they were asked.
+  package func storeBehind(
+    _ answers: [(cep: Int, address: Address?)], kind: CacheEntryKind, edition: String
+  ) async {
+    let store = resolvedStore()
+    guard store is SQLiteCacheStore else {
+      await self.store(answers, kind: kind, edition: edition)
+      return
+    }
+    let now = self.now()
+    let entries = Self.entries(answers, kind: kind, edition: edition, now: now)
+    guard !entries.isEmpty else { return }
+    let run = runner("store answers", store) {
+      try $0.store(entries, liveEdition: edition, now: now)
+    }
+    let queued = storesQueued.withLock { count -> Int in
+      count += 1
+      return count
+    }
+    guard queued > Self.storesBehind else {
+      queue.async { [storesQueued] in
+        _ = run()
+        storesQueued.withLock { $0 -= 1 }
+      }
+      return
+    }
+    await withCheckedContinuation { continuation in
+      queue.async { [storesQueued] in
+        _ = run()
+        storesQueued.withLock { $0 -= 1 }
+        continuation.resume()
+      }
+    }
+  }
+
+  /// Returns once every store queued before the call is written (or failed, with a warning).
+  package func drainStores() async {
+    guard resolvedStore() is SQLiteCacheStore else { return }
+    await withCheckedContinuation { continuation in
+      queue.async { continuation.resume() }
+    }
+  }
+
+  /// The entries to store for `answers`: cep.is's only, without a stale mark, and without
+  /// `geo` for the batch kind.
+  private static func entries(
+    _ answers: [(cep: Int, address: Address?)], kind: CacheEntryKind, edition: String,
+    now: Date
+  ) -> [CacheEntry] {
+    answers.compactMap { answer -> CacheEntry? in
+      if let address = answer.address, address.source != .cepis { return nil }
+      var address = answer.address
+      address?.staleEdition = nil
+      if kind == .batch { address?.geo = nil }
+      return CacheEntry(
+        cep: answer.cep, address: address, edition: edition, storedAt: now, kind: kind)
     }
   }
 

@@ -97,6 +97,13 @@ final class LookupAsks {
   @usableFromInline
   var hasChunksInFlight: Bool { !chunks.isEmpty }
 
+  /// Returns once the answers of this run's requests are written to the cache (see
+  /// ``AddressCache/storeBehind(_:kind:edition:)``): the end of a run.
+  @usableFromInline
+  nonisolated(nonsending) func finishStores() async {
+    await cache?.drainStores()
+  }
+
   /// Cancels the requests in flight.
   @usableFromInline
   func stop() {
@@ -440,7 +447,7 @@ struct CachedChunk: Sendable {
     switch await LookupAsks.fetch(numbers.map(cepString), client: client) {
     case .success(let found):
       if let live, !Task.isCancelled {
-        await cache.store(
+        await cache.storeBehind(
           zip(numbers, found).map { (cep: $0.0, address: $0.1) }, kind: .batch, edition: live)
       }
       return found.map { $0.map(ChunkAnswer.found) ?? .notFound }

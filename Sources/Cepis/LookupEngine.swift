@@ -115,6 +115,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
         asks.sendChunks(partial: true)
       }
       if heldHead == held.count {
+        // Every answer is out: the run ends once the cache has them all.
+        await asks.finishStores()
         stop()
         if let error = inputError {
           inputError = nil
