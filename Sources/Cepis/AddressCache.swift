@@ -220,12 +220,26 @@ public final class AddressCache: Sendable {
     }
   }
 
-  /// Stores queued on the file's queue and not yet written (see
-  /// ``storeBehind(_:kind:edition:)``).
-  private let storesQueued = LockedValue(0)
+  /// Chunks' answers waiting to be written to the file, and whether a writer is on the queue
+  /// for them (see ``storeBehind(_:kind:edition:)``).
+  private let backlog = LockedValue(Backlog())
 
-  /// How many chunks' stores may wait on the file's queue while their answers go on.
-  static let storesBehind = 4
+  private struct Backlog: Sendable {
+    var chunks: [Pending] = []
+    var writerQueued = false
+  }
+
+  /// One chunk's answers to write; `waiter` resumes once they are.
+  private struct Pending: Sendable {
+    var entries: [CacheEntry]
+    var edition: String
+    var now: Date
+    var waiter: CheckedContinuation<Void, Never>?
+  }
+
+  /// How many chunks' answers may wait for the file while their rows go on; past that, a
+  /// chunk waits for its own to be written.
+  static let storesBehind = 8
 
   // MARK: Package API (the client and the bulk engine)
 
@@ -369,9 +383,13 @@ public final class AddressCache: Sendable {
   }
 
   /// Stores answers as ``store(_:kind:edition:)`` does, without waiting for the file while
-  /// fewer than ``storesBehind`` chunks' stores are queued before it (the bulk engine's
-  /// answers go on meanwhile); past that, waits for its own, so that what waits stays bounded.
-  /// Reads, stores and ``drainStores()`` run on one queue, in the order they were asked.
+  /// fewer than ``storesBehind`` chunks wait to be written (the bulk engine's rows go on
+  /// meanwhile); past that, waits for its own, so that what waits stays bounded.
+  ///
+  /// The chunks waiting when the file's writer comes to them are written in one transaction
+  /// (a group commit: a chunk is never split between two), so a writer that falls behind
+  /// catches up. Reads, writes and ``drainStores()`` keep the order they were asked in: one
+  /// queue runs them all, and a writer takes every chunk that waits.
   package func storeBehind(
     _ answers: [(cep: Int, address: Address?)], kind: CacheEntryKind, edition: String
   ) async {
@@ -383,26 +401,42 @@ public final class AddressCache: Sendable {
     let now = self.now()
     let entries = Self.entries(answers, kind: kind, edition: edition, now: now)
     guard !entries.isEmpty else { return }
-    let run = runner("store answers", store) {
-      try $0.store(entries, liveEdition: edition, now: now)
-    }
-    let queued = storesQueued.withLock { count -> Int in
-      count += 1
-      return count
-    }
-    guard queued > Self.storesBehind else {
-      queue.async { [storesQueued] in
-        _ = run()
-        storesQueued.withLock { $0 -= 1 }
-      }
-      return
-    }
+    let pending = Pending(entries: entries, edition: edition, now: now, waiter: nil)
+    let mustWait = backlog.withLock { $0.chunks.count >= Self.storesBehind }
+    guard mustWait else { return enqueue(pending, on: store) }
     await withCheckedContinuation { continuation in
-      queue.async { [storesQueued] in
-        _ = run()
-        storesQueued.withLock { $0 -= 1 }
-        continuation.resume()
+      var waiting = pending
+      waiting.waiter = continuation
+      enqueue(waiting, on: store)
+    }
+  }
+
+  /// Adds `pending` to the backlog, and a writer to the queue when none is there for it.
+  private func enqueue(_ pending: Pending, on store: any CacheStore) {
+    let needsWriter = backlog.withLock { backlog -> Bool in
+      backlog.chunks.append(pending)
+      guard !backlog.writerQueued else { return false }
+      backlog.writerQueued = true
+      return true
+    }
+    if needsWriter { queue.async { [self] in writeBacklog(to: store) } }
+  }
+
+  /// On the queue: writes every chunk that waits, one transaction at a time, until none does.
+  private func writeBacklog(to store: any CacheStore) {
+    while true {
+      let chunks = backlog.withLock { backlog -> [Pending] in
+        let taken = backlog.chunks
+        backlog.chunks.removeAll(keepingCapacity: true)
+        if taken.isEmpty { backlog.writerQueued = false }
+        return taken
       }
+      guard let last = chunks.last else { return }
+      let entries = chunks.flatMap(\.entries)
+      _ = runner("store answers", store) {
+        try $0.store(entries, liveEdition: last.edition, now: last.now)
+      }()
+      for chunk in chunks { chunk.waiter?.resume() }
     }
   }
 

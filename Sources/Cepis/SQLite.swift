@@ -225,6 +225,8 @@ final class SQLiteConnection {
     case int(Int64)
     case double(Double)
     case text(String)
+    /// A text field of an address, bound from its UTF-8 bytes in place.
+    case field(Address, AddressTextField)
     case null
   }
 
@@ -267,6 +269,16 @@ final class SQLiteConnection {
       case .int(let number): status = library.bindInt64(statement, index, number)
       case .double(let number): status = library.bindDouble(statement, index, number)
       case .text(let text): status = library.bindText(statement, index, text, -1, -1)
+      case .field(let address, let field):
+        status = address.withUTF8(field) { bytes in
+          // A null pointer would bind NULL: an empty field is bound as "".
+          guard let base = bytes.baseAddress, !bytes.isEmpty else {
+            return library.bindText(statement, index, "", 0, -1)
+          }
+          return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+            library.bindText(statement, index, $0, Int32(bytes.count), -1)
+          }
+        }
       case .null: status = library.bindNull(statement, index)
       }
       guard status == SQLiteCode.ok else { throw failure(status, sql) }

@@ -135,14 +135,17 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
           func text(_ value: String?) -> SQLiteConnection.Value {
             value.map { .text($0) } ?? .null
           }
+          // Bound from the address's bytes: a batch row's fields never become Strings.
+          func field(_ field: AddressTextField) -> SQLiteConnection.Value {
+            address.map { .field($0, field) } ?? .null
+          }
           try db.run(
             Self.upsertSQL,
             [
               .int(Int64(entry.cep)), .text(entry.edition), .int(Int64(entry.kind.rawValue)),
               .int(address == nil ? 0 : 1), .double(entry.storedAt.timeIntervalSince1970),
-              .int(usedAt), text(address?.logradouro), text(address?.complemento),
-              text(address?.bairro), text(address?.localidade), text(address?.uf),
-              text(address?.ibge), geo.map { .double($0.lat) } ?? .null,
+              .int(usedAt), field(.logradouro), field(.complemento), field(.bairro),
+              field(.localidade), field(.uf), field(.ibge), geo.map { .double($0.lat) } ?? .null,
               geo.map { .double($0.lon) } ?? .null, geo.map { .int(Int64($0.raioM)) } ?? .null,
               text(geo?.precisao),
             ])
