@@ -29,6 +29,30 @@ struct LookupsCacheTests {
   }
 
   @Test(
+    "when a run ends, every answer is in the file: another process reads them at once",
+    arguments: Transport.availableKinds)
+  func runEndsWithAnswersWritten(transport: Transport.Kind) async throws {
+    try await withTemporaryFolder { folder in
+      try await withMockServer { server in
+        let cache = makeCache(.file, folder: folder, clock: ManualClock())
+        let client = cachedClient(server, transport, cache: cache)
+        // Distinct CEPs enough for many chunks, so that stores queue behind the requests.
+        let values = (0..<12_000).map { 1_000_000 + $0 * 7_919 }
+        let first = try await Self.run(client, Self.rows(values))
+        #expect(first.statistics.requests == 24)
+        // Another connection to the file, as another process would open it.
+        let reader = try openStore(folder.appendingPathComponent("cache.sqlite"))
+        let held = try reader.entries(for: values, now: Date())
+        reader.close()
+        #expect(held.count == values.count)
+        for (answer, value) in zip(first.answers, values) {
+          #expect(held[value]?.address == answer.address, "CEP \(value)")
+        }
+      }
+    }
+  }
+
+  @Test(
     "a second run over the same CEPs sends one /health and no /csv, and answers the same",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func secondRunAsksNothing(transport: Transport.Kind, kind: CacheKind) async throws {
