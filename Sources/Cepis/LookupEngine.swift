@@ -31,11 +31,13 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   struct Held {
     @usableFromInline var row: Row?
     @usableFromInline var slot: Int32
+    @usableFromInline var openedAsk: Bool
 
     @inlinable
-    init(row: Row?, slot: Int32) {
+    init(row: Row?, slot: Int32, openedAsk: Bool) {
       self.row = row
       self.slot = slot
+      self.openedAsk = openedAsk
     }
   }
 
@@ -46,13 +48,13 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   @usableFromInline var inputError: (any Error)?
   @usableFromInline var finished = false
 
-  @usableFromInline var held: [Held] = []
-  @usableFromInline var heldHead = 0
+  @usableFromInline @exclusivity(unchecked) var held: [Held] = []
+  @usableFromInline @exclusivity(unchecked) var heldHead = 0
   @usableFromInline let asks: LookupAsks
 
   /// Rows read between two looks at cancellation and the mailbox.
   @usableFromInline static var pollInterval: Int { 64 }
-  @usableFromInline var pollCountdown = 0
+  @usableFromInline @exclusivity(unchecked) var pollCountdown = 0
 
   /// What this iteration has spent so far.
   @usableFromInline
@@ -95,7 +97,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
           if let row = try await input.next(isolation: actor) {
             switch asks.admit(cep(row), behindOthers: heldHead < held.count) {
             case .answered(let result): return LookupAnswer(row: row, stored: result)
-            case .held(let slot): held.append(Held(row: row, slot: slot))
+            case .held(let slot): held.append(Held(row: row, slot: slot, openedAsk: false))
+            case .asked(let slot): held.append(Held(row: row, slot: slot, openedAsk: true))
             }
           } else {
             inputDone = true
@@ -141,6 +144,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   @inlinable
   func popAnswered() -> LookupAnswer<Row>? {
     guard heldHead < held.count, let result = asks.take(held[heldHead].slot) else { return nil }
+    let openedAsk = held[heldHead].openedAsk
     // Moved out, not copied: the row is not retained twice.
     let row = held[heldHead].row.take()
     heldHead += 1
@@ -152,6 +156,6 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       heldHead = 0
     }
     guard let row else { preconditionFailure("a held row was answered twice") }
-    return LookupAnswer(row: row, stored: result)
+    return LookupAnswer(row: row, stored: result, openedAsk: openedAsk)
   }
 }

@@ -201,6 +201,7 @@ final class EnrichJob: @unchecked Sendable {
       }
       guard let answer else { return .finished }
       let row = answer.row
+      if answer.openedAsk, let cep = row.cep { reader.noteOpenedAsk(cep) }
       var status = EnrichStatus.found
       if row.isBlank {
         status = .blank

@@ -34,8 +34,13 @@ final class EnrichReader: @unchecked Sendable {
   var column = 0
   /// Bytes of the input consumed so far.
   private(set) var bytesRead = 0
-  /// Distinct valid CEPs in the rows read so far.
+  /// Distinct valid CEPs in the rows answered so far (see ``noteOpenedAsk(_:)``).
   var distinct: Int { seen.count }
+
+  /// Counts `cep`, the CEP of a row whose answer opened an ask: only such rows can bring a CEP
+  /// not counted yet (a row answered by the memo, or waiting for an ask already open, has a
+  /// CEP seen before), so the set is not touched on the other rows.
+  func noteOpenedAsk(_ cep: Int) { seen.insert(cep) }
 
   private var reader = CSVReader(keepRawBytes: true)
   private var done = false
@@ -86,7 +91,6 @@ final class EnrichReader: @unchecked Sendable {
     }
     let field = column < record.fields.count ? record.fields[column] : ""
     let cep = cepNumber(ofField: field)
-    if let cep { seen.insert(cep) }
     return EnrichRow(
       bytes: record.rawBytes, terminator: record.terminator, line: record.line, cep: cep,
       isBlank: false)

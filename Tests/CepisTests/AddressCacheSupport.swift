@@ -42,7 +42,9 @@ func makeCache(
 ) -> AddressCache {
   let storage: AddressCache.Storage =
     switch kind {
-    case .memory: .memory(capacity: 1_000)
+    // Room for every CEP a test stores: a memory cache that evicted would make a run's
+    // cache hits depend on whether a request's store came before a later probe.
+    case .memory: .memory(capacity: 10_000)
     case .file: .sqlite(url: folder.appendingPathComponent("cache.sqlite"), maxBytes: maxBytes)
     }
   return AddressCache(
