@@ -464,6 +464,12 @@ public final class AddressCache: Sendable {
     }
   }
 
+  /// Whether the cache holds any entry of `edition` (`true` when it cannot tell: the run's
+  /// reads then find what they find).
+  package func holdsEntries(of edition: String) async -> Bool {
+    await perform("be read") { try $0.hasEntries(of: edition) } ?? true
+  }
+
   /// Counts what the cache holds (`nil` when it cannot be read).
   package func statistics() async -> CacheStatistics? {
     await perform("be read") { try $0.statistics() }

@@ -75,6 +75,8 @@ package protocol CacheStore: Sendable {
   func editionMark() throws -> EditionMark?
   /// Keeps `mark`.
   func setEditionMark(_ mark: EditionMark) throws
+  /// Whether the store holds any entry of `edition`.
+  func hasEntries(of edition: String) throws -> Bool
   /// Counts what the store holds.
   func statistics() throws -> CacheStatistics
   /// Forgets every entry and the edition mark.
@@ -127,6 +129,10 @@ package final class MemoryCacheStore: CacheStore {
   package func editionMark() -> EditionMark? { locked { $0.mark } }
 
   package func setEditionMark(_ mark: EditionMark) { locked { $0.mark = mark } }
+
+  package func hasEntries(of edition: String) -> Bool {
+    locked { state in state.map.valuesOldestFirst.contains { $0.edition == edition } }
+  }
 
   package func statistics() -> CacheStatistics {
     locked { state in

@@ -50,7 +50,7 @@ final class LookupAsks {
   private let editionCheck: EditionCheck
   /// The live edition this run's chunks read and store the cache under, learnt once, when
   /// the first chunk goes out (`nil` without a cache).
-  private var edition: Task<String?, Never>?
+  private var edition: Task<RunEdition, Never>?
   private let chunksInFlight: Int
   @exclusivity(unchecked) private var slots: [Slot] = []
   @exclusivity(unchecked) private var freeSlots: [Int32] = []
@@ -285,11 +285,14 @@ final class LookupAsks {
     if let edition { return CachedChunk(cache: cache, edition: edition) }
     let client = self.client
     let check = editionCheck
-    let task = Task<String?, Never> {
-      switch check {
-      case .refresh: await cache.refreshEdition(using: client)
-      case .live: await cache.liveEdition(using: client)
-      }
+    let task = Task<RunEdition, Never> {
+      let live =
+        switch check {
+        case .refresh: await cache.refreshEdition(using: client)
+        case .live: await cache.liveEdition(using: client)
+        }
+      guard let live else { return RunEdition(live: nil, holdsLive: false) }
+      return RunEdition(live: live, holdsLive: await cache.holdsEntries(of: live))
     }
     edition = task
     return CachedChunk(cache: cache, edition: task)
@@ -428,12 +431,14 @@ struct ChunkOutcome: Sendable {
 /// stored, but the stand-ins still apply.
 struct CachedChunk: Sendable {
   let cache: AddressCache
-  let edition: Task<String?, Never>
+  let edition: Task<RunEdition, Never>
 
   /// The cache's answers for `numbers` (`.missed` for the CEPs it does not hold fresh), and
-  /// how many it answered.
+  /// how many it answered. With no entry of the live edition in the cache when the run
+  /// began (a fresh file, or a new edition), every CEP is a miss without a read.
   func probe(_ numbers: [Int]) async -> (answers: [ChunkAnswer], hits: Int) {
-    guard let live = await edition.value else {
+    let run = await edition.value
+    guard let live = run.live, run.holdsLive else {
       return ([ChunkAnswer](repeating: .missed, count: numbers.count), 0)
     }
     let fresh = await cache.batchAnswers(for: numbers, edition: live)
@@ -449,7 +454,7 @@ struct CachedChunk: Sendable {
   /// The answers of a request for `numbers`, stored; or the kept addresses that stand in
   /// when it fails.
   func request(_ numbers: [Int], client: Client) async -> [ChunkAnswer] {
-    let live = await edition.value
+    let live = await edition.value.live
     switch await LookupAsks.fetch(numbers.map(cepString), client: client) {
     case .success(let found):
       if let live, !Task.isCancelled {
@@ -468,6 +473,16 @@ struct CachedChunk: Sendable {
       }
     }
   }
+}
+
+/// What a run learns of its cache once, with its first chunk: the live edition (`nil` when
+/// none is known), and whether the cache then held any entry of it. When it held none, the
+/// run's probes answer every CEP as a miss without reading: entries another process stores
+/// meanwhile are not looked for (they cost requests, never a wrong answer), and the run's own
+/// answers are in its memo.
+struct RunEdition: Sendable {
+  var live: String?
+  var holdsLive: Bool
 }
 
 /// Where chunk requests leave their outcomes for the engine: a locked list, and one waiter.

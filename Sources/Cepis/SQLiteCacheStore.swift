@@ -192,6 +192,16 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     }
   }
 
+  package func hasEntries(of edition: String) throws -> Bool {
+    // From the newest row back: a file in use finds one at once; only a file holding none
+    // (a new edition) is read through, once per run.
+    try withConnection { db in
+      try db.integer(
+        "SELECT EXISTS (SELECT 1 FROM entries WHERE edition = ? ORDER BY id DESC)",
+        [.text(edition)]) != 0
+    }
+  }
+
   package func statistics() throws -> CacheStatistics {
     let perEdition = try withConnection { db in
       var counts: [String: Int] = [:]

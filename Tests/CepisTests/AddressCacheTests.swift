@@ -233,4 +233,24 @@ struct AddressCacheTests {
       }
     }
   }
+
+  @Test(
+    "whether the cache holds an entry of an edition (a run that finds none skips its reads)",
+    arguments: CacheKind.allCases)
+  func holdsEntriesOfEdition(kind: CacheKind) async throws {
+    try await withTemporaryFolder { folder in
+      let cache = makeCache(kind, folder: folder, clock: ManualClock())
+      #expect(await cache.holdsEntries(of: "2026-11") == false)
+      await cache.store([(cep: 1_001_000, address: nil)], kind: .batch, edition: "2026-10")
+      await cache.store(
+        (0..<600).map { (cep: 2_000_000 + $0, address: sampleAddress(2_000_000 + $0)) },
+        kind: .batch, edition: "2026-11")
+      await cache.store([(cep: 3_000_000, address: nil)], kind: .batch, edition: "2026-10")
+      #expect(await cache.holdsEntries(of: "2026-11"))
+      #expect(await cache.holdsEntries(of: "2026-10"))
+      #expect(await cache.holdsEntries(of: "2026-12") == false)
+      #expect(await cache.clear())
+      #expect(await cache.holdsEntries(of: "2026-11") == false)
+    }
+  }
 }
