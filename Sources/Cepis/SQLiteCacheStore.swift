@@ -101,11 +101,20 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
       found.reserveCapacity(ceps.count)
       try db.run("BEGIN")
       do {
-        // In key order: neighbouring CEPs share B-tree pages, read once.
-        for cep in ceps.sorted() {
-          try db.run(Self.selectSQL, [.int(Int64(cep))]) { row in
+        // In key order (neighbouring CEPs share B-tree pages, read once), up to
+        // ``readBatch`` CEPs a statement: one statement, padded with -1 (no CEP), whatever
+        // the count.
+        let sorted = ceps.sorted()
+        var start = 0
+        while start < sorted.count {
+          let end = min(sorted.count, start + Self.readBatch)
+          var values = sorted[start..<end].map { SQLiteConnection.Value.int(Int64($0)) }
+          values += repeatElement(.int(-1), count: Self.readBatch - values.count)
+          try db.run(Self.selectManySQL, values) { row in
+            let cep = Int(row.int(14))
             found[cep] = Self.entry(cep: cep, row)
           }
+          start = end
         }
         try db.run("COMMIT")
       } catch {
@@ -238,10 +247,15 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
 
   // MARK: Statements
 
-  static let selectSQL = """
-    SELECT edition, kind, found, stored_at, logradouro, complemento, bairro, localidade, uf, \
-    ibge, lat, lon, raio_m, precisao FROM entries WHERE cep = ?
-    """
+  /// How many CEPs one read statement looks up.
+  static let readBatch = 100
+
+  /// An entry's columns (as ``entry(cep:_:)`` reads them), then the CEP (column 14), for
+  /// ``readBatch`` CEPs at once.
+  static let selectManySQL =
+    "SELECT edition, kind, found, stored_at, logradouro, complemento, bairro, localidade, uf, "
+    + "ibge, lat, lon, raio_m, precisao, cep FROM entries WHERE cep IN ("
+    + Array(repeating: "?", count: readBatch).joined(separator: ", ") + ")"
 
   /// A batch answer never replaces a single answer of the same edition (see
   /// ``CacheEntry/replaces(_:)``).
