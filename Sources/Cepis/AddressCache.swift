@@ -147,10 +147,10 @@ public final class AddressCache: Sendable {
   }
 
   /// How many single-lookup entries a file cache also keeps in memory (10,000), least
-  /// recently used forgotten first. An entry there is one of the file's, of its edition: the same DNE data
-  /// whichever copy answers, so it needs no check against the file; it is served only while
-  /// its edition is the live one, like the file's. (Another process clearing the file does not
-  /// reach it; this process's ``clear()`` does.)
+  /// recently used forgotten first. An entry there is one of the file's, of its edition: the
+  /// same DNE data whichever copy answers, so it needs no check against the file; it is
+  /// served only while its edition is the live one, like the file's. (Clearing the cache in
+  /// this process empties it too; another process clearing the file does not reach it.)
   public static let frontCapacity = 10_000
 
   /// The warnings issued so far, each once, oldest first (at most 32): the file moved aside,
