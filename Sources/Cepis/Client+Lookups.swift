@@ -44,12 +44,6 @@ package enum LookupResult: Sendable {
   /// A failure.
   package init(failure error: CepisError) { self = .failed(LookupFailure(error)) }
 
-  /// Whether the CEP was found.
-  package var isFound: Bool {
-    if case .found = self { return true }
-    return false
-  }
-
   /// The address, when found.
   package var address: Address? {
     if case .found(let address) = self { return address }

@@ -294,13 +294,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
           lat: row.double(10), lon: row.double(11), raioM: Int(row.int(12)),
           precisao: row.text(13))
       }
-      address =
-        geo == nil
-        ? packedAddress(cep: cep, row)
-        : Address(
-          cep: cepDigits(cep), logradouro: row.text(4), complemento: row.text(5),
-          bairro: row.text(6), localidade: row.text(7), uf: row.text(8), ibge: row.text(9),
-          geo: geo)
+      address = (geo == nil ? packedAddress(cep: cep, row) : nil) ?? stringAddress(cep, row, geo)
     }
     return CacheEntry(
       cep: cep, address: address, edition: row.text(0),
@@ -308,10 +302,21 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
       kind: CacheEntryKind(rawValue: Int(row.int(1))) ?? .batch)
   }
 
+  /// An address of `String`s from the text columns (4 to 9), and `geo`; bytes that are not
+  /// UTF-8 (a file written by something else) are repaired as `String` repairs them.
+  private static func stringAddress(_ cep: Int, _ row: SQLiteConnection.Row, _ geo: Geo?)
+    -> Address
+  {
+    Address(
+      cep: cepDigits(cep), logradouro: row.text(4), complemento: row.text(5),
+      bairro: row.text(6), localidade: row.text(7), uf: row.text(8), ibge: row.text(9),
+      geo: geo)
+  }
+
   /// An address without `geo` read as the batch endpoint's are: its six text columns
-  /// (4 to 9) packed in one allocation, no `String` made. A column that is not valid UTF-8 (a
-  /// file written by something else) is read as `String`s are, repaired.
-  private static func packedAddress(cep: Int, _ row: SQLiteConnection.Row) -> Address {
+  /// (4 to 9) packed in one allocation, no `String` made; `nil` when a column is not valid
+  /// UTF-8.
+  private static func packedAddress(cep: Int, _ row: SQLiteConnection.Row) -> Address? {
     let columns = Int32(4)...Int32(9)
     var total = 0
     var valid = true
@@ -321,11 +326,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         if valid && !isValidUTF8(bytes) { valid = false }
       }
     }
-    guard valid else {
-      return Address(
-        cep: cepDigits(cep), logradouro: row.text(4), complemento: row.text(5),
-        bairro: row.text(6), localidade: row.text(7), uf: row.text(8), ibge: row.text(9))
-    }
+    guard valid else { return nil }
     let packed = PackedFields.make(byteCount: total) { out in
       var ends = PackedEnds()
       var written = 0

@@ -51,6 +51,21 @@ func makeCache(
     storage: storage, revalidateEvery: revalidateEvery, onWarning: nil, now: { clock.now })
 }
 
+/// Runs `body` against CepisMock with a cache of `kind` (its file, for `.file`, in a fresh
+/// folder, also given) on `clock`, and a client over `transport` through it: the setup of
+/// most cache tests.
+func withCachedClient<T>(
+  _ kind: CacheKind, _ transport: Transport.Kind, clock: ManualClock = ManualClock(),
+  _ body: (MockServer, AddressCache, Client, URL) async throws -> T
+) async throws -> T {
+  try await withTemporaryFolder { folder in
+    try await withMockServer { server in
+      let cache = makeCache(kind, folder: folder, clock: clock)
+      return try await body(server, cache, cachedClient(server, transport, cache: cache), folder)
+    }
+  }
+}
+
 /// A client over `transport` pointed at `server`, with `cache`, fast backoff and, unless
 /// asked, one attempt per call (so failure paths stay quick).
 func cachedClient(

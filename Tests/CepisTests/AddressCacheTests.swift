@@ -13,31 +13,27 @@ struct AddressCacheTests {
     "a fresh entry answers with no request; the file shares entries and the edition check",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func freshHitCostsNoRequest(transport: Transport.Kind, kind: CacheKind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let clock = ManualClock()
-        let cache = makeCache(kind, folder: folder, clock: clock)
-        let client = cachedClient(server, transport, cache: cache)
-        let first = try await client.lookup("01001-000")
-        #expect(first == expectedAddress(server, Self.known))
-        #expect(first.geo != nil)
-        let again = try await client.lookup(Self.known)
-        #expect(again == first)
-        let other = try await cachedClient(server, transport, cache: cache).lookup(Self.known)
-        #expect(other == first)
+    let clock = ManualClock()
+    try await withCachedClient(kind, transport, clock: clock) { server, cache, client, folder in
+      let first = try await client.lookup("01001-000")
+      #expect(first == expectedAddress(server, Self.known))
+      #expect(first.geo != nil)
+      let again = try await client.lookup(Self.known)
+      #expect(again == first)
+      let other = try await cachedClient(server, transport, cache: cache).lookup(Self.known)
+      #expect(other == first)
+      #expect(requests(server, on: .cep).count == 1)
+      #expect(requests(server, on: .health).count == 1)
+      #expect(cache.warnings.isEmpty)
+      if kind == .file {
+        // Another process opening the same file: no /health, no lookup.
+        let sibling = makeCache(.file, folder: folder, clock: clock)
+        let fromFile = try await cachedClient(server, transport, cache: sibling).lookup(
+          Self.known)
+        #expect(fromFile == first)
         #expect(requests(server, on: .cep).count == 1)
         #expect(requests(server, on: .health).count == 1)
-        #expect(cache.warnings.isEmpty)
-        if kind == .file {
-          // Another process opening the same file: no /health, no lookup.
-          let sibling = makeCache(.file, folder: folder, clock: clock)
-          let fromFile = try await cachedClient(server, transport, cache: sibling).lookup(
-            Self.known)
-          #expect(fromFile == first)
-          #expect(requests(server, on: .cep).count == 1)
-          #expect(requests(server, on: .health).count == 1)
-          #expect(sibling.warnings.isEmpty)
-        }
+        #expect(sibling.warnings.isEmpty)
       }
     }
   }
@@ -46,28 +42,24 @@ struct AddressCacheTests {
     "/health is asked at most once per interval; a new edition makes entries not fresh",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func editionChange(transport: Transport.Kind, kind: CacheKind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let clock = ManualClock()
-        let cache = makeCache(kind, folder: folder, clock: clock)
-        let client = cachedClient(server, transport, cache: cache)
-        _ = try await client.lookup(Self.known)
-        server.setEdition("2026-12")
-        clock.advance(3_599)
-        _ = try await client.lookup(Self.known)
-        #expect(requests(server, on: .health).count == 1)
-        #expect(requests(server, on: .cep).count == 1)
-        clock.advance(2)
-        let renewed = try await client.lookup(Self.known)
-        #expect(renewed == expectedAddress(server, Self.known))
-        #expect(requests(server, on: .health).count == 2)
-        #expect(requests(server, on: .cep).count == 2)
-        _ = try await client.lookup(Self.known)
-        #expect(requests(server, on: .cep).count == 2)
-        let entry = try #require(await cache.anyEntry(for: 1_001_000))
-        #expect(entry.edition == "2026-12")
-        #expect(entry.kind == .single)
-      }
+    let clock = ManualClock()
+    try await withCachedClient(kind, transport, clock: clock) { server, cache, client, _ in
+      _ = try await client.lookup(Self.known)
+      server.setEdition("2026-12")
+      clock.advance(3_599)
+      _ = try await client.lookup(Self.known)
+      #expect(requests(server, on: .health).count == 1)
+      #expect(requests(server, on: .cep).count == 1)
+      clock.advance(2)
+      let renewed = try await client.lookup(Self.known)
+      #expect(renewed == expectedAddress(server, Self.known))
+      #expect(requests(server, on: .health).count == 2)
+      #expect(requests(server, on: .cep).count == 2)
+      _ = try await client.lookup(Self.known)
+      #expect(requests(server, on: .cep).count == 2)
+      let entry = try #require(await cache.anyEntry(for: 1_001_000))
+      #expect(entry.edition == "2026-12")
+      #expect(entry.kind == .single)
     }
   }
 
@@ -146,24 +138,20 @@ struct AddressCacheTests {
     "a batch entry (no geo) does not answer lookup, which keeps geo; a batch answer never downgrades a single one",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func lookupKeepsGeo(transport: Transport.Kind, kind: CacheKind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let cache = makeCache(kind, folder: folder, clock: ManualClock())
-        let client = cachedClient(server, transport, cache: cache)
-        let edition = try #require(await cache.refreshEdition(using: client))
-        #expect(edition == "2026-11")
-        let batch = try #require(expectedAddress(server, Self.known, withGeo: false))
-        await cache.store([(1_001_000, batch)], kind: .batch, edition: edition)
-        #expect(await cache.batchAnswers(for: [1_001_000], edition: edition)[1_001_000] == batch)
-        let single = try await client.lookup(Self.known)
-        #expect(single.geo != nil)
-        #expect(requests(server, on: .cep).count == 1)
-        await cache.store([(1_001_000, batch)], kind: .batch, edition: edition)
-        #expect(try await client.lookup(Self.known) == single)
-        #expect(requests(server, on: .cep).count == 1)
-        // The bulk engine's view of the same entry: the batch shape, geo removed.
-        #expect(await cache.batchAnswers(for: [1_001_000], edition: edition)[1_001_000] == batch)
-      }
+    try await withCachedClient(kind, transport) { server, cache, client, _ in
+      let edition = try #require(await cache.refreshEdition(using: client))
+      #expect(edition == "2026-11")
+      let batch = try #require(expectedAddress(server, Self.known, withGeo: false))
+      await cache.store([(1_001_000, batch)], kind: .batch, edition: edition)
+      #expect(await cache.batchAnswers(for: [1_001_000], edition: edition)[1_001_000] == batch)
+      let single = try await client.lookup(Self.known)
+      #expect(single.geo != nil)
+      #expect(requests(server, on: .cep).count == 1)
+      await cache.store([(1_001_000, batch)], kind: .batch, edition: edition)
+      #expect(try await client.lookup(Self.known) == single)
+      #expect(requests(server, on: .cep).count == 1)
+      // The bulk engine's view of the same entry: the batch shape, geo removed.
+      #expect(await cache.batchAnswers(for: [1_001_000], edition: edition)[1_001_000] == batch)
     }
   }
 
@@ -171,27 +159,23 @@ struct AddressCacheTests {
     "when /health fails, the last edition seen is used; with none ever seen, nothing is fresh",
     arguments: Transport.availableKinds)
   func healthFailure(transport: Transport.Kind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let clock = ManualClock()
-        let cache = makeCache(.file, folder: folder, clock: clock)
-        let client = cachedClient(server, transport, cache: cache)
-        _ = try await client.lookup(Self.known)
-        server.setMode(.health, [.status(500)])
-        clock.advance(7_200)
-        _ = try await client.lookup(Self.known)
-        _ = try await client.lookup(Self.known)
-        #expect(requests(server, on: .cep).count == 1)
-        // One failed check, then a pause before the next.
-        #expect(requests(server, on: .health).count == 2)
+    let clock = ManualClock()
+    try await withCachedClient(.file, transport, clock: clock) { server, cache, client, folder in
+      _ = try await client.lookup(Self.known)
+      server.setMode(.health, [.status(500)])
+      clock.advance(7_200)
+      _ = try await client.lookup(Self.known)
+      _ = try await client.lookup(Self.known)
+      #expect(requests(server, on: .cep).count == 1)
+      // One failed check, then a pause before the next.
+      #expect(requests(server, on: .health).count == 2)
 
-        let blind = makeCache(.memory, folder: folder, clock: clock)
-        let blindClient = cachedClient(server, transport, cache: blind)
-        _ = try await blindClient.lookup(Self.known)
-        _ = try await blindClient.lookup(Self.known)
-        #expect(requests(server, on: .cep).count == 3)
-        #expect(await blind.statistics()?.entriesPerEdition.isEmpty == true)
-      }
+      let blind = makeCache(.memory, folder: folder, clock: clock)
+      let blindClient = cachedClient(server, transport, cache: blind)
+      _ = try await blindClient.lookup(Self.known)
+      _ = try await blindClient.lookup(Self.known)
+      #expect(requests(server, on: .cep).count == 3)
+      #expect(await blind.statistics()?.entriesPerEdition.isEmpty == true)
     }
   }
 
@@ -199,38 +183,34 @@ struct AddressCacheTests {
     "a file cache's memory front: its hits count as use in the file, clear() forgets it",
     arguments: Transport.availableKinds)
   func memoryFront(transport: Transport.Kind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let clock = ManualClock()
-        let cache = makeCache(.file, folder: folder, clock: clock)
-        let client = cachedClient(server, transport, cache: cache)
-        let other = "20040020"
-        let first = try await client.lookup(Self.known)
-        _ = try await client.lookup(other)
-        let start = Int64(clock.now.timeIntervalSince1970)
-        clock.advance(120)
-        // Answered in memory: no request, and the file's recency of the CEP moves with the
-        // next write (the lookup of a third CEP), while the CEP not used again keeps its own.
-        #expect(try await client.lookup(Self.known) == first)
-        #expect(requests(server, on: .cep).count == 2)
-        _ = try? await client.lookup(Self.missing)
-        await cache.close()
-        let library = try #require(SQLiteLibrary.shared)
-        let db = try SQLiteConnection(
-          library: library, path: folder.appendingPathComponent("cache.sqlite").path,
-          busyTimeout: 1_000)
-        var usedAt: [Int64: Int64] = [:]
-        try db.run("SELECT cep, used_at FROM entries") { row in usedAt[row.int(0)] = row.int(1) }
-        db.close()
-        #expect(usedAt[1_001_000] == start + 120)
-        #expect(usedAt[20_040_020] == start)
-        // clear() reaches the memory front: the next lookup asks cep.is again.
-        #expect(await cache.clear())
-        #expect(try await client.lookup(Self.known) == first)
-        #expect(requests(server, on: .cep).count == 4)
-        #expect(try await client.lookup(other) == expectedAddress(server, other))
-        #expect(requests(server, on: .cep).count == 5)
-      }
+    let clock = ManualClock()
+    try await withCachedClient(.file, transport, clock: clock) { server, cache, client, folder in
+      let other = "20040020"
+      let first = try await client.lookup(Self.known)
+      _ = try await client.lookup(other)
+      let start = Int64(clock.now.timeIntervalSince1970)
+      clock.advance(120)
+      // Answered in memory: no request, and the file's recency of the CEP moves with the
+      // next write (the lookup of a third CEP), while the CEP not used again keeps its own.
+      #expect(try await client.lookup(Self.known) == first)
+      #expect(requests(server, on: .cep).count == 2)
+      _ = try? await client.lookup(Self.missing)
+      await cache.close()
+      let library = try #require(SQLiteLibrary.shared)
+      let db = try SQLiteConnection(
+        library: library, path: folder.appendingPathComponent("cache.sqlite").path,
+        busyTimeout: 1_000)
+      var usedAt: [Int64: Int64] = [:]
+      try db.run("SELECT cep, used_at FROM entries") { row in usedAt[row.int(0)] = row.int(1) }
+      db.close()
+      #expect(usedAt[1_001_000] == start + 120)
+      #expect(usedAt[20_040_020] == start)
+      // clear() reaches the memory front: the next lookup asks cep.is again.
+      #expect(await cache.clear())
+      #expect(try await client.lookup(Self.known) == first)
+      #expect(requests(server, on: .cep).count == 4)
+      #expect(try await client.lookup(other) == expectedAddress(server, other))
+      #expect(requests(server, on: .cep).count == 5)
     }
   }
 

@@ -32,22 +32,18 @@ struct LookupsCacheTests {
     "when a run ends, every answer is in the file: another process reads them at once",
     arguments: Transport.availableKinds)
   func runEndsWithAnswersWritten(transport: Transport.Kind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let cache = makeCache(.file, folder: folder, clock: ManualClock())
-        let client = cachedClient(server, transport, cache: cache)
-        // Distinct CEPs enough for many chunks, so that stores queue behind the requests.
-        let values = (0..<12_000).map { 1_000_000 + $0 * 7_919 }
-        let first = try await Self.run(client, Self.rows(values))
-        #expect(first.statistics.requests == 24)
-        // Another connection to the file, as another process would open it.
-        let reader = try openStore(folder.appendingPathComponent("cache.sqlite"))
-        let held = try reader.entries(for: values, now: Date())
-        reader.close()
-        #expect(held.count == values.count)
-        for (answer, value) in zip(first.answers, values) {
-          #expect(held[value]?.address == answer.address, "CEP \(value)")
-        }
+    try await withCachedClient(.file, transport) { server, cache, client, folder in
+      // Distinct CEPs enough for many chunks, so that stores queue behind the requests.
+      let values = (0..<12_000).map { 1_000_000 + $0 * 7_919 }
+      let first = try await Self.run(client, Self.rows(values))
+      #expect(first.statistics.requests == 24)
+      // Another connection to the file, as another process would open it.
+      let reader = try openStore(folder.appendingPathComponent("cache.sqlite"))
+      let held = try reader.entries(for: values, now: Date())
+      reader.close()
+      #expect(held.count == values.count)
+      for (answer, value) in zip(first.answers, values) {
+        #expect(held[value]?.address == answer.address, "CEP \(value)")
       }
     }
   }
@@ -56,31 +52,27 @@ struct LookupsCacheTests {
     "a second run over the same CEPs sends one /health and no /csv, and answers the same",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func secondRunAsksNothing(transport: Transport.Kind, kind: CacheKind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let cache = makeCache(kind, folder: folder, clock: ManualClock())
-        let client = cachedClient(server, transport, cache: cache)
-        let rows = LookupsEndToEndTests.customers()
-        let distinct = LookupsEndToEndTests.distinctValid(rows).count
-        let first = try await Self.run(client, rows)
-        LookupsEndToEndTests.check(first.answers, rows, server)
-        let chunks = (distinct + Client.maxBatch - 1) / Client.maxBatch
-        #expect(Self.count(server, .csv) == chunks)
-        #expect(Self.count(server, .health) == 1)
-        #expect(first.statistics.requests == chunks)
-        #expect(first.statistics.cacheHits == 0)
+    try await withCachedClient(kind, transport) { server, cache, client, _ in
+      let rows = LookupsEndToEndTests.customers()
+      let distinct = LookupsEndToEndTests.distinctValid(rows).count
+      let first = try await Self.run(client, rows)
+      LookupsEndToEndTests.check(first.answers, rows, server)
+      let chunks = (distinct + Client.maxBatch - 1) / Client.maxBatch
+      #expect(Self.count(server, .csv) == chunks)
+      #expect(Self.count(server, .health) == 1)
+      #expect(first.statistics.requests == chunks)
+      #expect(first.statistics.cacheHits == 0)
 
-        // Another client on the same cache, as another run would be.
-        let second = try await Self.run(cachedClient(server, transport, cache: cache), rows)
-        #expect(Self.count(server, .csv) == chunks)
-        #expect(Self.count(server, .health) == 2)
-        #expect(second.answers.map(\.row) == rows)
-        #expect(second.answers.map(\.result) == first.answers.map(\.result))
-        #expect(second.answers.allSatisfy { $0.address?.staleEdition == nil })
-        #expect(second.statistics.requests == 0)
-        #expect(second.statistics.cacheHits == distinct)
-        #expect(cache.warnings.isEmpty)
-      }
+      // Another client on the same cache, as another run would be.
+      let second = try await Self.run(cachedClient(server, transport, cache: cache), rows)
+      #expect(Self.count(server, .csv) == chunks)
+      #expect(Self.count(server, .health) == 2)
+      #expect(second.answers.map(\.row) == rows)
+      #expect(second.answers.map(\.result) == first.answers.map(\.result))
+      #expect(second.answers.allSatisfy { $0.address?.staleEdition == nil })
+      #expect(second.statistics.requests == 0)
+      #expect(second.statistics.cacheHits == distinct)
+      #expect(cache.warnings.isEmpty)
     }
   }
 
@@ -88,33 +80,29 @@ struct LookupsCacheTests {
     "a partly cached run sends only the CEPs the cache does not hold",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func partlyCachedSendsOnlyTheRest(transport: Transport.Kind, kind: CacheKind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let cache = makeCache(kind, folder: folder, clock: ManualClock())
-        let client = cachedClient(server, transport, cache: cache)
-        // 1,000 CEPs (two full chunks), then 700 more in a later run.
-        let cached = (0..<1_000).map { 10_000_000 + $0 * 10 }
-        let fresh = (1_000..<1_700).map { 10_000_000 + $0 * 10 }
-        _ = try await Self.run(client, Self.rows(cached))
-        #expect(Self.count(server, .csv) == 2)
+    try await withCachedClient(kind, transport) { server, cache, client, _ in
+      // 1,000 CEPs (two full chunks), then 700 more in a later run.
+      let cached = (0..<1_000).map { 10_000_000 + $0 * 10 }
+      let fresh = (1_000..<1_700).map { 10_000_000 + $0 * 10 }
+      _ = try await Self.run(client, Self.rows(cached))
+      #expect(Self.count(server, .csv) == 2)
 
-        // Held and new CEPs interleaved: requests carry only the new ones, 500 to a request.
-        var mixed: [Int] = []
-        for index in cached.indices {
-          mixed.append(cached[index])
-          if index < fresh.count { mixed.append(fresh[index]) }
-        }
-        let rows = Self.rows(mixed)
-        let second = try await Self.run(client, rows)
-        LookupsEndToEndTests.check(second.answers, rows, server)
-        let sent = requests(server, on: .csv).dropFirst(2)
-        let asked = sent.flatMap { ($0.query ?? "").dropFirst("ceps=".count).split(separator: ",") }
-        #expect(sent.count == (fresh.count + Client.maxBatch - 1) / Client.maxBatch)
-        #expect(Set(asked.map(String.init)) == Set(fresh.map(cepDigits)))
-        #expect(asked.count == fresh.count)
-        #expect(second.statistics.cacheHits == cached.count)
-        #expect(second.statistics.requests == sent.count)
+      // Held and new CEPs interleaved: requests carry only the new ones, 500 to a request.
+      var mixed: [Int] = []
+      for index in cached.indices {
+        mixed.append(cached[index])
+        if index < fresh.count { mixed.append(fresh[index]) }
       }
+      let rows = Self.rows(mixed)
+      let second = try await Self.run(client, rows)
+      LookupsEndToEndTests.check(second.answers, rows, server)
+      let sent = requests(server, on: .csv).dropFirst(2)
+      let asked = sent.flatMap { ($0.query ?? "").dropFirst("ceps=".count).split(separator: ",") }
+      #expect(sent.count == (fresh.count + Client.maxBatch - 1) / Client.maxBatch)
+      #expect(Set(asked.map(String.init)) == Set(fresh.map(cepDigits)))
+      #expect(asked.count == fresh.count)
+      #expect(second.statistics.cacheHits == cached.count)
+      #expect(second.statistics.requests == sent.count)
     }
   }
 
@@ -122,31 +110,27 @@ struct LookupsCacheTests {
     "a new edition asks everything again; not-found is cached per edition",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func editionChangeAsksAgain(transport: Transport.Kind, kind: CacheKind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let cache = makeCache(kind, folder: folder, clock: ManualClock())
-        let client = cachedClient(server, transport, cache: cache)
-        // Existing CEPs and CEPs that end in 9 (they do not exist in the mock).
-        let rows = Self.rows(
-          (0..<300).map { 10_000_000 + $0 * 10 } + (0..<50).map { 10_000_009 + 10 * $0 })
-        let first = try await Self.run(client, rows)
-        LookupsEndToEndTests.check(first.answers, rows, server)
-        #expect(first.answers.contains { $0.result == .success(nil) })
-        #expect(Self.count(server, .csv) == 1)
+    try await withCachedClient(kind, transport) { server, cache, client, _ in
+      // Existing CEPs and CEPs that end in 9 (they do not exist in the mock).
+      let rows = Self.rows(
+        (0..<300).map { 10_000_000 + $0 * 10 } + (0..<50).map { 10_000_009 + 10 * $0 })
+      let first = try await Self.run(client, rows)
+      LookupsEndToEndTests.check(first.answers, rows, server)
+      #expect(first.answers.contains { $0.result == .success(nil) })
+      #expect(Self.count(server, .csv) == 1)
 
-        let again = try await Self.run(client, rows)
-        #expect(again.answers.map(\.result) == first.answers.map(\.result))
-        #expect(Self.count(server, .csv) == 1)
+      let again = try await Self.run(client, rows)
+      #expect(again.answers.map(\.result) == first.answers.map(\.result))
+      #expect(Self.count(server, .csv) == 1)
 
-        server.setEdition("2026-12")
-        let renewed = try await Self.run(client, rows)
-        #expect(Self.count(server, .csv) == 2)
-        #expect(Self.count(server, .health) == 3)
-        let asked = (requests(server, on: .csv).last?.query ?? "").split(separator: ",")
-        #expect(asked.count == rows.count)
-        #expect(renewed.answers.map(\.result) == first.answers.map(\.result))
-        #expect(renewed.statistics.cacheHits == 0)
-      }
+      server.setEdition("2026-12")
+      let renewed = try await Self.run(client, rows)
+      #expect(Self.count(server, .csv) == 2)
+      #expect(Self.count(server, .health) == 3)
+      let asked = (requests(server, on: .csv).last?.query ?? "").split(separator: ",")
+      #expect(asked.count == rows.count)
+      #expect(renewed.answers.map(\.result) == first.answers.map(\.result))
+      #expect(renewed.statistics.cacheHits == 0)
     }
   }
 
@@ -154,40 +138,36 @@ struct LookupsCacheTests {
     "a failing /csv: kept addresses answer, marked stale; not-found and the rest fail",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func failingChunkServesStale(transport: Transport.Kind, kind: CacheKind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let cache = makeCache(kind, folder: folder, clock: ManualClock())
-        let client = cachedClient(server, transport, cache: cache)
-        let existing = (0..<200).map { 10_000_000 + $0 * 10 }
-        let missing = (0..<20).map { 10_000_009 + 10 * $0 }
-        let first = try await Self.run(client, Self.rows(existing + missing))
-        #expect(Self.count(server, .csv) == 1)
+    try await withCachedClient(kind, transport) { server, cache, client, _ in
+      let existing = (0..<200).map { 10_000_000 + $0 * 10 }
+      let missing = (0..<20).map { 10_000_009 + 10 * $0 }
+      let first = try await Self.run(client, Self.rows(existing + missing))
+      #expect(Self.count(server, .csv) == 1)
 
-        server.setEdition("2026-12")
-        server.setMode(.csv, [.status(503)])
-        let unseen = (200..<260).map { 10_000_000 + $0 * 10 }
-        let rows = Self.rows(existing + missing + unseen)
-        let second = try await Self.run(client, rows)
-        #expect(second.answers.map(\.row) == rows)
-        for (index, answer) in second.answers.enumerated() {
-          if index < existing.count {
-            let kept = try #require(first.answers[index].address)
-            let stale = try #require(answer.address, "row \(index)")
-            #expect(stale.staleEdition == "2026-11")
-            var unmarked = stale
-            unmarked.staleEdition = nil
-            #expect(unmarked == kept)
-            #expect(unmarked.cep == answer.row.cep)
-          } else {
-            guard case .failure(let error) = answer.result else {
-              Issue.record("row \(index) (\(answer.row.cep)): \(answer.result), expected a failure")
-              continue
-            }
-            #expect(error != .invalidCEP("invalid CEP"))
+      server.setEdition("2026-12")
+      server.setMode(.csv, [.status(503)])
+      let unseen = (200..<260).map { 10_000_000 + $0 * 10 }
+      let rows = Self.rows(existing + missing + unseen)
+      let second = try await Self.run(client, rows)
+      #expect(second.answers.map(\.row) == rows)
+      for (index, answer) in second.answers.enumerated() {
+        if index < existing.count {
+          let kept = try #require(first.answers[index].address)
+          let stale = try #require(answer.address, "row \(index)")
+          #expect(stale.staleEdition == "2026-11")
+          var unmarked = stale
+          unmarked.staleEdition = nil
+          #expect(unmarked == kept)
+          #expect(unmarked.cep == answer.row.cep)
+        } else {
+          guard case .failure(let error) = answer.result else {
+            Issue.record("row \(index) (\(answer.row.cep)): \(answer.result), expected a failure")
+            continue
           }
+          #expect(error != .invalidCEP("invalid CEP"))
         }
-        #expect(second.statistics.cacheHits == 0)
       }
+      #expect(second.statistics.cacheHits == 0)
     }
   }
 
@@ -195,28 +175,24 @@ struct LookupsCacheTests {
     "through the cache, every row gets its own CEP's answer: a server that reorders, repeats or omits rows, a small memo and read-ahead",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func rowsKeepTheirOwnAnswers(transport: Transport.Kind, kind: CacheKind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let cache = makeCache(kind, folder: folder, clock: ManualClock())
-        let client = cachedClient(server, transport, cache: cache)
-        let rows = LookupsEndToEndTests.customers()
-        // Half the CEPs cached first, through a server that shuffles its answers.
-        server.setMode(.csv, [.csvReordered, .csvDuplicatedRows, .csvExtraRows, .csvOmitMissing])
-        let half = Array(rows.prefix(rows.count / 2))
-        LookupsEndToEndTests.check(try await Self.run(client, half).answers, half, server)
-        // Every row, with a memo of 50 CEPs and a read-ahead of 700 rows: asks are probed,
-        // missed, re-queued and asked again as the memo forgets them.
-        let options = BulkOptions(memoCapacity: 50, readAhead: 700, chunksInFlight: 3)
-        var answers: [Answer] = []
-        for try await answer in client.lookups(AsyncRows(rows), cep: { $0.cep }, options: options) {
-          answers.append(answer)
-        }
-        LookupsEndToEndTests.check(answers, rows, server)
-        // And once more, the cache answering everything.
-        let again = try await Self.run(client, rows)
-        #expect(again.answers.map(\.result) == answers.map(\.result))
-        #expect(again.statistics.requests == 0)
+    try await withCachedClient(kind, transport) { server, cache, client, _ in
+      let rows = LookupsEndToEndTests.customers()
+      // Half the CEPs cached first, through a server that shuffles its answers.
+      server.setMode(.csv, [.csvReordered, .csvDuplicatedRows, .csvExtraRows, .csvOmitMissing])
+      let half = Array(rows.prefix(rows.count / 2))
+      LookupsEndToEndTests.check(try await Self.run(client, half).answers, half, server)
+      // Every row, with a memo of 50 CEPs and a read-ahead of 700 rows: asks are probed,
+      // missed, re-queued and asked again as the memo forgets them.
+      let options = BulkOptions(memoCapacity: 50, readAhead: 700, chunksInFlight: 3)
+      var answers: [Answer] = []
+      for try await answer in client.lookups(AsyncRows(rows), cep: { $0.cep }, options: options) {
+        answers.append(answer)
       }
+      LookupsEndToEndTests.check(answers, rows, server)
+      // And once more, the cache answering everything.
+      let again = try await Self.run(client, rows)
+      #expect(again.answers.map(\.result) == answers.map(\.result))
+      #expect(again.statistics.requests == 0)
     }
   }
 
@@ -238,27 +214,23 @@ struct LookupsCacheTests {
     "lookupMany: one chunk checks the edition only when it is due; several chunks check it each call",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func lookupManyEditionChecks(transport: Transport.Kind, kind: CacheKind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let cache = makeCache(kind, folder: folder, clock: ManualClock())
-        let client = cachedClient(server, transport, cache: cache)
-        let few = (0..<100).map { cepDigits(10_000_000 + $0 * 10) }
-        let first = try await client.lookupMany(few)
-        let again = try await client.lookupMany(few + few)
-        #expect(again == first + first)
-        #expect(first.map { $0?.cep } == few.map { expectedAddress(server, $0)?.cep })
-        #expect(Self.count(server, .health) == 1)
-        #expect(Self.count(server, .csv) == 1)
+    try await withCachedClient(kind, transport) { server, cache, client, _ in
+      let few = (0..<100).map { cepDigits(10_000_000 + $0 * 10) }
+      let first = try await client.lookupMany(few)
+      let again = try await client.lookupMany(few + few)
+      #expect(again == first + first)
+      #expect(first.map { $0?.cep } == few.map { expectedAddress(server, $0)?.cep })
+      #expect(Self.count(server, .health) == 1)
+      #expect(Self.count(server, .csv) == 1)
 
-        let many = (0..<800).map { cepDigits(10_000_000 + $0 * 10) }
-        let all = try await client.lookupMany(many)
-        #expect(all.map { $0?.cep } == many.map { expectedAddress(server, $0)?.cep })
-        #expect(Self.count(server, .health) == 2)
-        let cachedAgain = try await client.lookupMany(many)
-        #expect(cachedAgain == all)
-        #expect(Self.count(server, .health) == 3)
-        #expect(Self.count(server, .csv) == 1 + 2)
-      }
+      let many = (0..<800).map { cepDigits(10_000_000 + $0 * 10) }
+      let all = try await client.lookupMany(many)
+      #expect(all.map { $0?.cep } == many.map { expectedAddress(server, $0)?.cep })
+      #expect(Self.count(server, .health) == 2)
+      let cachedAgain = try await client.lookupMany(many)
+      #expect(cachedAgain == all)
+      #expect(Self.count(server, .health) == 3)
+      #expect(Self.count(server, .csv) == 1 + 2)
     }
   }
 }
