@@ -79,6 +79,10 @@ let package = Package(
     // find it next to the test bundle (CepisTests depends on it so that `swift test` builds it).
     .executableTarget(
       name: "CepisCacheStress", dependencies: ["Cepis"], path: "Tests/CepisCacheStress"),
+    // Not a product: what several test targets share (child processes started without
+    // Foundation's `Process`, whose Linux `run()` can crash a test process with many
+    // descriptors open).
+    .target(name: "CepisTestSupport", path: "Tests/CepisTestSupport"),
     // The transport conformance suite runs against CepisMock over real sockets.
     .testTarget(
       name: "CepisHTTPTests",
@@ -87,7 +91,7 @@ let package = Package(
       name: "CepisTests",
       dependencies: [
         "Cepis", "CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments", asyncHTTPClient,
-        "CepisCacheStress",
+        "CepisCacheStress", "CepisTestSupport",
       ]),
     .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),
     .testTarget(
@@ -110,6 +114,7 @@ let package = Package(
       name: "CepisCLITests",
       dependencies: [
         "CepisCommandLine", "CepisMock", "Cepis", "BrazilianDocuments", "CepisSupport",
+        "CepisTestSupport",
       ]
     ),
   ]

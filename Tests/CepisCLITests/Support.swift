@@ -1,5 +1,6 @@
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -92,10 +93,6 @@ enum CLI {
     _ arguments: [String], stdin: Data? = nil, env: [String: String] = [:],
     stdoutFile: URL? = nil
   ) throws -> Running {
-    let process = Process()
-    process.executableURL = try requireBinary()
-    process.arguments = arguments
-    process.environment = environment(env)
     let directory = FileManager.default.temporaryDirectory
       .appendingPathComponent("cepis-tests-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -105,12 +102,16 @@ enum CLI {
     _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
     _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
     _ = FileManager.default.createFile(atPath: inURL.path, contents: stdin ?? Data())
-    process.standardOutput = try FileHandle(forWritingTo: outURL)
-    process.standardError = try FileHandle(forWritingTo: errURL)
-    process.standardInput = try FileHandle(forReadingFrom: inURL)
-    try process.run()
-    return Running(
-      process: process, stdoutURL: outURL, stderrURL: errURL, directory: directory)
+    let output = try FileHandle(forWritingTo: outURL)
+    let errors = try FileHandle(forWritingTo: errURL)
+    let input = try FileHandle(forReadingFrom: inURL)
+    defer {
+      for handle in [output, errors, input] { try? handle.close() }
+    }
+    let child = try ChildProcess.spawn(
+      try requireBinary(), arguments, environment: environment(env),
+      stdin: .file(input), stdout: .file(output), stderr: .file(errors))
+    return Running(child: child, stdoutURL: outURL, stderrURL: errURL, directory: directory)
   }
 
   /// Runs the binary to completion (killing it after `timeout` seconds and failing).
@@ -128,37 +129,37 @@ let cliTransports = Transport.availableKinds
 
 /// A started `cepis` process.
 struct Running {
-  let process: Process
+  let child: ChildProcess
   let stdoutURL: URL
   let stderrURL: URL
   let directory: URL
 
-  var pid: Int32 { process.processIdentifier }
+  var pid: Int32 { child.pid }
 
-  func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+  func signal(_ number: Int32) { child.signal(number) }
 
   /// Waits for the process to end; kills it and throws after `timeout` seconds.
   func wait(timeout: TimeInterval = 60) async throws -> RunResult {
     let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning {
+    while true {
+      if let ended = child.exited() {
+        let result = RunResult(
+          status: ended.status,
+          stdout: (try? Data(contentsOf: stdoutURL)) ?? Data(),
+          stderr: (try? Data(contentsOf: stderrURL)) ?? Data())
+        try? FileManager.default.removeItem(at: directory)
+        return result
+      }
       if Date() > deadline {
-        process.terminate()
+        child.signal(SIGTERM)
         try? await Task.sleep(nanoseconds: 500_000_000)
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        child.signal(SIGKILL)
+        child.waitUntilExit()
         throw CLIError(
-          description:
-            "cepis \(process.arguments ?? []) did not finish within \(Int(timeout)) s; killed")
+          description: "cepis \(child.arguments) did not finish within \(Int(timeout)) s; killed")
       }
       try await Task.sleep(nanoseconds: 10_000_000)
     }
-    process.waitUntilExit()
-    let result = RunResult(
-      status: process.terminationStatus,
-      stdout: (try? Data(contentsOf: stdoutURL)) ?? Data(),
-      stderr: (try? Data(contentsOf: stderrURL)) ?? Data())
-    try? FileManager.default.removeItem(at: directory)
-    return result
   }
 }
 

@@ -1,3 +1,4 @@
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -25,16 +26,12 @@ struct AddressCacheProcessTests {
     throw CepisError.invalidResponse("CepisCacheStress not found near \(start.path)")
   }
 
-  static func launch(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
-    let process = Process()
-    process.executableURL = try stressTool()
-    process.arguments = arguments
+  static func launch(_ arguments: [String]) throws -> (ChildProcess, Pipe, Pipe) {
     let output = Pipe()
     let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    return (process, output, errors)
+    let child = try ChildProcess.spawn(
+      try stressTool(), arguments, stdout: .pipe(output), stderr: .pipe(errors))
+    return (child, output, errors)
   }
 
   @Test("four processes writing and reading one file at once never see an error")
@@ -47,10 +44,9 @@ struct AddressCacheProcessTests {
           decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let complaint = String(
           decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        #expect(process.waitUntilExit() == .exited(0))
         #expect(text == "errors 0\n", "\(complaint)")
         #expect(complaint.isEmpty)
-        #expect(process.terminationStatus == 0)
       }
       let store = try openStore(URL(fileURLWithPath: path))
       #expect(try store.statistics().entriesPerEdition["2026-11", default: 0] > 0)
@@ -84,21 +80,19 @@ struct AddressCacheProcessTests {
           }
         }
       }
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
-      #expect(process.terminationReason == .uncaughtSignal)
+      process.signal(SIGKILL)
+      #expect(process.waitUntilExit() == .signalled(SIGKILL))
       #expect(committed >= 2_000)
 
-      let check = Process()
-      check.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-      check.arguments = [path, "PRAGMA integrity_check;", "SELECT count(*) FROM entries;"]
       let checkOutput = Pipe()
-      check.standardOutput = checkOutput
-      try check.run()
+      let check = try ChildProcess.spawn(
+        URL(fileURLWithPath: "/usr/bin/sqlite3"),
+        [path, "PRAGMA integrity_check;", "SELECT count(*) FROM entries;"],
+        stdout: .pipe(checkOutput))
       let lines = String(
         decoding: checkOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self
       ).split(separator: "\n")
-      check.waitUntilExit()
+      #expect(check.waitUntilExit() == .exited(0))
       #expect(lines.first == "ok")
       let count = lines.count > 1 ? Int(lines[1]) ?? 0 : 0
       #expect(count >= committed)
