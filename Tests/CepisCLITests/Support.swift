@@ -154,7 +154,7 @@ struct Running {
         child.signal(SIGTERM)
         try? await Task.sleep(nanoseconds: 500_000_000)
         child.signal(SIGKILL)
-        child.waitUntilExit()
+        _ = try? await child.termination()
         throw CLIError(
           description: "cepis \(child.arguments) did not finish within \(Int(timeout)) s; killed")
       }

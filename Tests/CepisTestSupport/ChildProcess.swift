@@ -191,7 +191,9 @@ public final class ChildProcess: @unchecked Sendable {
     }
   }
 
-  /// Waits for the child to end, blocking the calling thread.
+  /// Waits for the child to end, blocking the calling thread: not for async code, where a
+  /// blocked thread is one of the few the whole test process's tasks share (use
+  /// ``termination()``).
   @discardableResult
   public func waitUntilExit() -> Termination {
     while true {
@@ -208,6 +210,25 @@ public final class ChildProcess: @unchecked Sendable {
     while true {
       if let ended = exited() { return ended }
       try await Task.sleep(nanoseconds: 10_000_000)
+    }
+  }
+
+  /// Reads `handle` to its end on a Dispatch thread, not on one of the concurrency pool's
+  /// (on a two-core machine, two blocked reads stall every other test of the process).
+  public static func readToEnd(_ handle: FileHandle) async -> Data {
+    await withCheckedContinuation { continuation in
+      DispatchQueue.global().async {
+        continuation.resume(returning: handle.readDataToEndOfFile())
+      }
+    }
+  }
+
+  /// The next bytes available on `handle` (empty at its end), read on a Dispatch thread.
+  public static func available(_ handle: FileHandle) async -> Data {
+    await withCheckedContinuation { continuation in
+      DispatchQueue.global().async {
+        continuation.resume(returning: handle.availableData)
+      }
     }
   }
 }

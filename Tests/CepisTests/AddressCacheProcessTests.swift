@@ -40,12 +40,12 @@ struct AddressCacheProcessTests {
       let path = folder.appendingPathComponent("shared/cache.sqlite").path
       let children = try (0..<4).map { try Self.launch(["mix", path, String($0), "40"]) }
       for (process, output, errors) in children {
-        let text = String(
-          decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        async let text = String(
+          decoding: ChildProcess.readToEnd(output.fileHandleForReading), as: UTF8.self)
         let complaint = String(
-          decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.waitUntilExit() == .exited(0))
-        #expect(text == "errors 0\n", "\(complaint)")
+          decoding: await ChildProcess.readToEnd(errors.fileHandleForReading), as: UTF8.self)
+        #expect(try await process.termination() == .exited(0))
+        #expect(await text == "errors 0\n", "\(complaint)")
         #expect(complaint.isEmpty)
       }
       let store = try openStore(URL(fileURLWithPath: path))
@@ -69,7 +69,7 @@ struct AddressCacheProcessTests {
       var buffer = ""
       let reader = output.fileHandleForReading
       while committed < 2_000 {
-        let data = reader.availableData
+        let data = await ChildProcess.available(reader)
         guard !data.isEmpty else { break }
         buffer += String(decoding: data, as: UTF8.self)
         while let newline = buffer.firstIndex(of: "\n") {
@@ -81,7 +81,7 @@ struct AddressCacheProcessTests {
         }
       }
       process.signal(SIGKILL)
-      #expect(process.waitUntilExit() == .signalled(SIGKILL))
+      #expect(try await process.termination() == .signalled(SIGKILL))
       #expect(committed >= 2_000)
 
       let checkOutput = Pipe()
@@ -90,9 +90,9 @@ struct AddressCacheProcessTests {
         [path, "PRAGMA integrity_check;", "SELECT count(*) FROM entries;"],
         stdout: .pipe(checkOutput))
       let lines = String(
-        decoding: checkOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self
+        decoding: await ChildProcess.readToEnd(checkOutput.fileHandleForReading), as: UTF8.self
       ).split(separator: "\n")
-      #expect(check.waitUntilExit() == .exited(0))
+      #expect(try await check.termination() == .exited(0))
       #expect(lines.first == "ok")
       let count = lines.count > 1 ? Int(lines[1]) ?? 0 : 0
       #expect(count >= committed)
