@@ -265,16 +265,27 @@ public final class AddressCache: Sendable {
       return elapsed >= 0 && elapsed < retryHealthAfterFailure
     }
     if backingOff { return editionState.withLock { $0.mark?.edition } }
-    return await refreshEdition(using: client)
+    return await refreshEdition(using: client, unlessLearntSince: now)
   }
 
   /// Asks `client.health()` for the live edition now, whatever the interval (the bulk
   /// engine calls it once at the start of each run), and records it; concurrent callers share
   /// one request. When `/health` fails, the last edition seen (`nil` if none) is returned.
+  ///
+  /// With `since`, a check that ended after that moment (or is still recent at it) is used
+  /// instead: a caller that found no recent check, and then waited (to read the file, or to
+  /// be scheduled) while another caller's check ended, does not ask again.
   @discardableResult
-  package func refreshEdition(using client: Client) async -> String? {
-    let task = editionState.withLock { state -> Task<String?, Never> in
+  package func refreshEdition(using client: Client, unlessLearntSince since: Date? = nil)
+    async -> String?
+  {
+    let task = editionState.withLock { state -> Task<String?, Never>? in
       if let running = state.inFlight { return running }
+      if let since, let mark = state.mark,
+        mark.checkedAt >= since || isRecent(mark.checkedAt, now: since)
+      {
+        return nil
+      }
       let task = Task<String?, Never> { [self] in
         let health = try? await client.health()
         let checkedAt = now()
@@ -298,6 +309,7 @@ public final class AddressCache: Sendable {
       state.inFlight = task
       return task
     }
+    guard let task else { return editionState.withLock { $0.mark?.edition } }
     return await task.value
   }
 

@@ -39,6 +39,30 @@ struct AddressCacheTests {
   }
 
   @Test(
+    "concurrent first lookups share one /health, however their checks interleave",
+    arguments: Transport.availableKinds, CacheKind.allCases)
+  func concurrentFirstLookupsShareOneHealth(transport: Transport.Kind, kind: CacheKind)
+    async throws
+  {
+    try await withTemporaryFolder { folder in
+      try await withMockServer { server in
+        for round in 0..<20 {
+          let cache = makeCache(
+            kind, folder: folder.appendingPathComponent("round-\(round)"), clock: ManualClock())
+          let client = cachedClient(server, transport, cache: cache)
+          let before = requests(server, on: .health).count
+          await withTaskGroup(of: Void.self) { group in
+            for offset in 0..<16 {
+              group.addTask { _ = try? await client.lookup(cepDigits(1_001_000 + offset)) }
+            }
+          }
+          #expect(requests(server, on: .health).count - before == 1, "round \(round)")
+        }
+      }
+    }
+  }
+
+  @Test(
     "/health is asked at most once per interval; a new edition makes entries not fresh",
     arguments: Transport.availableKinds, CacheKind.allCases)
   func editionChange(transport: Transport.Kind, kind: CacheKind) async throws {
