@@ -174,6 +174,8 @@ final class SQLiteConnection {
   let library: SQLiteLibrary
   private var handle: OpaquePointer?
   private var statements: [String: OpaquePointer] = [:]
+  /// The statement used last, and its text.
+  private var recent: (sql: String, statement: OpaquePointer)?
 
   /// Opens (creating if needed) the database at `path`, with extended result codes and
   /// `busyTimeout` milliseconds of busy waiting.
@@ -201,6 +203,7 @@ final class SQLiteConnection {
   func close() {
     for statement in statements.values { _ = library.finalize(statement) }
     statements.removeAll()
+    recent = nil
     if let handle { _ = library.close(handle) }
     handle = nil
   }
@@ -212,7 +215,13 @@ final class SQLiteConnection {
 
   /// The prepared statement for `sql`, cached for the life of the connection.
   private func statement(_ sql: String) throws -> OpaquePointer {
-    if let cached = statements[sql] { return cached }
+    // A statement run row after row (a chunk's upserts) is found without hashing its text:
+    // the same `static let` string compares equal at once.
+    if let recent, recent.sql == sql { return recent.statement }
+    if let cached = statements[sql] {
+      recent = (sql, cached)
+      return cached
+    }
     var statement: OpaquePointer?
     let status = library.prepare(handle, sql, -1, &statement, nil)
     guard status == SQLiteCode.ok, let statement else { throw failure(status, sql) }

@@ -99,6 +99,10 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     try withConnection { db in
       var found: [Int: CacheEntry] = [:]
       found.reserveCapacity(ceps.count)
+      // Only entries whose recency is out of date are noted: a run that reads what it (or
+      // another run) used within the minute writes nothing back.
+      var used: [Int] = []
+      let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
       try db.run("BEGIN")
       do {
         // In key order (neighbouring CEPs share B-tree pages, read once), up to
@@ -113,6 +117,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
           try db.run(Self.selectManySQL, values) { row in
             let cep = Int(row.int(14))
             found[cep] = Self.entry(cep: cep, row)
+            if row.int(15) < seconds - Self.touchGranularity { used.append(cep) }
           }
           start = end
         }
@@ -121,7 +126,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         try? db.run("ROLLBACK")
         throw error
       }
-      noteUsed(found.keys, now: now)
+      noteUsed(used, now: now)
       let due = touches.withLock { pending in
         pending.oldest.map {
           pending.ceps.count >= 256
@@ -250,11 +255,11 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   /// How many CEPs one read statement looks up.
   static let readBatch = 100
 
-  /// An entry's columns (as ``entry(cep:_:)`` reads them), then the CEP (column 14), for
-  /// ``readBatch`` CEPs at once.
+  /// An entry's columns (as ``entry(cep:_:)`` reads them), then the CEP (column 14) and its
+  /// recency (15), for ``readBatch`` CEPs at once.
   static let selectManySQL =
     "SELECT edition, kind, found, stored_at, logradouro, complemento, bairro, localidade, uf, "
-    + "ibge, lat, lon, raio_m, precisao, cep FROM entries WHERE cep IN ("
+    + "ibge, lat, lon, raio_m, precisao, cep, used_at FROM entries WHERE cep IN ("
     + Array(repeating: "?", count: readBatch).joined(separator: ", ") + ")"
 
   /// A batch answer never replaces a single answer of the same edition (see
