@@ -127,6 +127,12 @@ package final class AttemptGate: @unchecked Sendable {
   }
 }
 
+/// The queue attempt deadlines fire on: a serial queue of Cepis's own, which Dispatch gives a
+/// thread of its own when needed, so that a deadline holds even when the application's work
+/// (blocking reads, say) fills the global queue's few threads. Its handlers only resume a
+/// caller.
+private let attemptDeadlines = DispatchQueue(label: "cepis.attempt-deadlines")
+
 /// Runs one attempt: `start` begins the exchange, which reports through the gate; the call
 /// returns its outcome, or throws ``AttemptTimedOut`` after `timeout` seconds or
 /// `CancellationError` as soon as the calling task is cancelled.
@@ -147,7 +153,7 @@ package func withAttemptDeadline(
   let gate = AttemptGate()
   var timer: (any DispatchSourceTimer)?
   if let timeout {
-    let source = DispatchSource.makeTimerSource(queue: .global())
+    let source = DispatchSource.makeTimerSource(queue: attemptDeadlines)
     source.setEventHandler { [weak gate] in
       gate?.finish(.failure(AttemptTimedOut(seconds: timeout)))
     }

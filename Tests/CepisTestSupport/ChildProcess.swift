@@ -213,22 +213,21 @@ public final class ChildProcess: @unchecked Sendable {
     }
   }
 
-  /// Reads `handle` to its end on a Dispatch thread, not on one of the concurrency pool's
-  /// (on a two-core machine, two blocked reads stall every other test of the process).
+  /// Reads `handle` to its end on a thread of its own: not on one of the concurrency pool's,
+  /// nor on Dispatch's global queue, whose few threads (two on a two-core machine) also run
+  /// the library's and the tests' timers.
   public static func readToEnd(_ handle: FileHandle) async -> Data {
-    await withCheckedContinuation { continuation in
-      DispatchQueue.global().async {
-        continuation.resume(returning: handle.readDataToEndOfFile())
-      }
-    }
+    await onOwnThread { handle.readDataToEndOfFile() }
   }
 
-  /// The next bytes available on `handle` (empty at its end), read on a Dispatch thread.
+  /// The next bytes available on `handle` (empty at its end), read on a thread of its own.
   public static func available(_ handle: FileHandle) async -> Data {
+    await onOwnThread { handle.availableData }
+  }
+
+  private static func onOwnThread(_ read: @escaping @Sendable () -> Data) async -> Data {
     await withCheckedContinuation { continuation in
-      DispatchQueue.global().async {
-        continuation.resume(returning: handle.availableData)
-      }
+      Thread { continuation.resume(returning: read()) }.start()
     }
   }
 }
