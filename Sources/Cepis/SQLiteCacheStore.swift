@@ -45,6 +45,8 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   static let schemaMarker = "cepis-address-cache"
   /// Recency is kept to this many seconds.
   static let touchGranularity: Int64 = 60
+  /// `date` in whole seconds since 1970, as `used_at` keeps it.
+  static func second(of date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
   /// Busy waiting per statement, in milliseconds.
   static let busyTimeout: Int32 = 5_000
 
@@ -102,7 +104,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
       // Only entries whose recency is out of date are noted: a run that reads what it (or
       // another run) used within the minute writes nothing back.
       var used: [Int] = []
-      let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
+      let seconds = Self.second(of: now)
       try db.run("BEGIN")
       do {
         // In key order (neighbouring CEPs share B-tree pages, read once), up to
@@ -141,7 +143,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   package func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws {
     try withConnection { db in
       try writeTransactionWritingTouches(db, now: now) {
-        let usedAt = Int64(now.timeIntervalSince1970.rounded(.down))
+        let usedAt = Self.second(of: now)
         // In key order: neighbouring CEPs share B-tree pages, written once.
         for entry in entries.sorted(by: { $0.cep < $1.cep }) {
           let address = entry.address
@@ -382,7 +384,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   ) throws {
     let written = touches.withLock { $0.ceps }
     try writeTransaction(db) {
-      let usedAt = Int64(now.timeIntervalSince1970.rounded(.down))
+      let usedAt = Self.second(of: now)
       for cep in written.sorted() {
         try db.run(
           "UPDATE entries SET used_at = ?1 WHERE cep = ?2 AND used_at < ?1 - ?3",

@@ -134,8 +134,6 @@ struct Running {
   let stderrURL: URL
   let directory: URL
 
-  var pid: Int32 { child.pid }
-
   func signal(_ number: Int32) { child.signal(number) }
 
   /// Waits for the process to end; kills it and throws after `timeout` seconds.

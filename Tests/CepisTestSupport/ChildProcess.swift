@@ -191,20 +191,6 @@ public final class ChildProcess: @unchecked Sendable {
     }
   }
 
-  /// Waits for the child to end, blocking the calling thread: not for async code, where a
-  /// blocked thread is one of the few the whole test process's tasks share (use
-  /// ``termination()``).
-  @discardableResult
-  public func waitUntilExit() -> Termination {
-    while true {
-      if let ended = exited() { return ended }
-      // Blocks until the child can be reaped, without reaping it (WNOWAIT) and without the
-      // lock, so that `signal(_:)` still works meanwhile; `exited()` then reaps it.
-      var info = siginfo_t()
-      _ = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
-    }
-  }
-
   /// Waits for the child to end, checking every 10 ms without blocking a thread.
   public func termination() async throws -> Termination {
     while true {
