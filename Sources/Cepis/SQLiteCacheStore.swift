@@ -144,8 +144,12 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     try withConnection { db in
       try writeTransactionWritingTouches(db, now: now) {
         let usedAt = Self.second(of: now)
-        // In key order: neighbouring CEPs share B-tree pages, written once.
-        for entry in entries.sorted(by: { $0.cep < $1.cep }) {
+        // In key order: neighbouring CEPs share B-tree pages, written once. Positions are
+        // sorted, not the entries (an entry is large, a position moves for free), and a CEP
+        // stored twice in one group keeps its order: the later answer is the one kept.
+        let positions = entries.indices.sorted { (entries[$0].cep, $0) < (entries[$1].cep, $1) }
+        for position in positions {
+          let entry = entries[position]
           let address = entry.address
           let geo = address?.geo
           func text(_ value: String?) -> SQLiteConnection.Value {

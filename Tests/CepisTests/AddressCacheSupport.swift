@@ -38,7 +38,7 @@ func withTemporaryFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
 /// A cache of `kind` on `clock`, its file (for `.file`) in `folder`; its warnings are kept.
 func makeCache(
   _ kind: CacheKind, folder: URL, clock: ManualClock, maxBytes: Int = 256 << 20,
-  revalidateEvery: TimeInterval = 3_600
+  revalidateEvery: TimeInterval = 3_600, flushDelay: DispatchTimeInterval = .seconds(1)
 ) -> AddressCache {
   let storage: AddressCache.Storage =
     switch kind {
@@ -48,7 +48,8 @@ func makeCache(
     case .file: .sqlite(url: folder.appendingPathComponent("cache.sqlite"), maxBytes: maxBytes)
     }
   return AddressCache(
-    storage: storage, revalidateEvery: revalidateEvery, onWarning: nil, now: { clock.now })
+    storage: storage, revalidateEvery: revalidateEvery, onWarning: nil, now: { clock.now },
+    flushDelay: flushDelay)
 }
 
 /// Runs `body` against CepisMock with a cache of `kind` (its file, for `.file`, in a fresh

@@ -196,6 +196,82 @@ struct LookupsCacheTests {
     }
   }
 
+  /// A run over `values` whose input stays open: its first `values.count` answers (one
+  /// chunk), read with the read-ahead full so that the engine does not wait for more rows.
+  static func pausedRun(_ client: Client, _ values: [Int]) async throws -> (
+    answers: [Answer], input: AsyncStream<Customer>.Continuation,
+    rest: LookupStream<AsyncStream<Customer>>.Iterator
+  ) {
+    let (input, feed) = AsyncStream.makeStream(of: Customer.self)
+    for row in rows(values) { feed.yield(row) }
+    let options = BulkOptions(readAhead: values.count)
+    var iterator = client.lookups(input, cep: { $0.cep }, options: options).makeAsyncIterator()
+    var answers: [Answer] = []
+    for _ in values {
+      guard let answer = try await iterator.next() else { break }
+      answers.append(answer)
+    }
+    return (answers, feed, iterator)
+  }
+
+  @Test(
+    "while a run waits for more rows, the answers it has are written to the file within the flush delay",
+    arguments: Transport.availableKinds)
+  func waitingRunWritesWithinTheDelay(transport: Transport.Kind) async throws {
+    try await withTemporaryFolder { folder in
+      try await withMockServer { server in
+        let cache = makeCache(
+          .file, folder: folder, clock: ManualClock(), flushDelay: .milliseconds(100))
+        let client = cachedClient(server, transport, cache: cache)
+        // One chunk: far fewer answers than a group, so only the delay writes them.
+        let values = (0..<Client.maxBatch).map { 2_000_000 + $0 * 7_919 }
+        var run = try await Self.pausedRun(client, values)
+        #expect(run.answers.count == values.count)
+        #expect(Self.count(server, .csv) == 1)
+        let reader = try openStore(folder.appendingPathComponent("cache.sqlite"))
+        defer { reader.close() }
+        var held: [Int: CacheEntry] = [:]
+        let deadline = ContinuousClock.now + .seconds(20)
+        while held.count < values.count, ContinuousClock.now < deadline {
+          try await Task.sleep(for: .milliseconds(20))
+          held = try reader.entries(for: values, now: Date())
+        }
+        #expect(held.count == values.count)
+        for (answer, value) in zip(run.answers, values) {
+          #expect(held[value]?.address == answer.address, "CEP \(value)")
+        }
+        run.input.finish()
+        while try await run.rest.next() != nil {}
+      }
+    }
+  }
+
+  @Test(
+    "answers stored and not yet written are read by the next use of the cache: a second run asks no /csv",
+    arguments: Transport.availableKinds)
+  func unwrittenAnswersServeTheNextRun(transport: Transport.Kind) async throws {
+    try await withTemporaryFolder { folder in
+      try await withMockServer { server in
+        // A delay no test waits for: only the write before the next read can help.
+        let cache = makeCache(
+          .file, folder: folder, clock: ManualClock(), flushDelay: .seconds(3_600))
+        let values = (0..<Client.maxBatch).map { 3_000_000 + $0 * 7_919 }
+        var run = try await Self.pausedRun(cachedClient(server, transport, cache: cache), values)
+        #expect(Self.count(server, .csv) == 1)
+        // Another run on the same cache while the first one still waits for rows.
+        let second = try await Self.run(
+          cachedClient(server, transport, cache: cache), Self.rows(values))
+        #expect(Self.count(server, .csv) == 1)
+        #expect(second.statistics.requests == 0)
+        #expect(second.statistics.cacheHits == values.count)
+        #expect(second.answers.map(\.result) == run.answers.map(\.result))
+        run.input.finish()
+        while try await run.rest.next() != nil {}
+        #expect(cache.warnings.isEmpty)
+      }
+    }
+  }
+
   @Test("without a cache, no /health request is made", arguments: Transport.availableKinds)
   func noCacheNoHealth(transport: Transport.Kind) async throws {
     try await withMockServer { server in
