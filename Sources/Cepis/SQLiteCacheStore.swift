@@ -557,6 +557,13 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     // 4,096 pages (default 1,000) copies a page rewritten by several chunks back once.
     try db.run("PRAGMA cache_size = -8192")
     try db.run("PRAGMA wal_autocheckpoint = 4096")
+    // Pages read through a memory map of the file, not copied by `pread` into the page cache:
+    // a run's reads land on pages all over a file several times the page cache's size
+    // (300,000 CEPs: a 37 MB file), and the copies were a third of their cost (a second
+    // `cepis enrich` through the cache: ~0.35 s less CPU of 3.8, A/B medians). Writes still go
+    // through the write-ahead log. The map covers the whole bounded file; SQLite maps no more
+    // than its build allows, and nothing where its build does not map at all.
+    try db.run("PRAGMA mmap_size = \(max(0, min(maxBytes, 1 << 30)) + (16 << 20))")
     for suffix in ["-wal", "-shm"] { _ = chmod(url.path + suffix, 0o600) }
     return nil
   }
