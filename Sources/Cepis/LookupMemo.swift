@@ -3,9 +3,9 @@
 /// the CEPs asked and not yet answered, so that a row costs one hash lookup whatever its
 /// CEP's state.
 ///
-/// A Swift dictionary finds an entry (a negative value: the ask a CEP waits for); the order
-/// of recency is a doubly linked list through two arrays, so that an entry costs no
-/// allocation of its own and a full memo reuses the entry it evicts. Waiting CEPs do not
+/// A ``CEPTable`` finds an entry (a negative value: the ask a CEP waits for); the order of
+/// recency is a doubly linked list through an array, so that an entry costs no allocation of
+/// its own and a full memo reuses the entry it evicts. Waiting CEPs do not
 /// count against the capacity and are not in the order of recency. `LookupMemoTests` holds it
 /// to a plain reference over millions of seeded operations.
 struct LookupMemo {
@@ -14,7 +14,7 @@ struct LookupMemo {
   /// CEPs forgotten to make room so far.
   private(set) var evictions = 0
 
-  private var entries: [Int: Int32] = [:]
+  private var entries = CEPTable()
   private var keys: [Int] = []
   private var values: [LookupResult] = []
   private var order = RecencyList()
@@ -47,21 +47,16 @@ struct LookupMemo {
 
   /// What the memo knows of `cep`; an answer becomes the most recently used.
   mutating func state(of cep: Int) -> State {
-    guard let entry = entries[cep] else { return .unknown }
+    guard let entry = entries.value(for: cep) else { return .unknown }
     return state(of: entry)
   }
 
   /// What the memo knows of `cep`, in one hash probe: when it knows nothing, `cep` now waits
   /// for `ask` (an ask no other CEP waits for) and the answer is ``State/unknown``.
   mutating func state(of cep: Int, orWaitFor ask: Int32) -> State {
-    let marker = -(ask + 1)
-    // The `default:` subscript's modify accessor inserts the marker when `cep` is absent; no
-    // other CEP waits for `ask`, so finding the marker means it was just inserted.
-    let entry = Self.read(&entries[cep, default: marker])
-    return entry == marker ? .unknown : state(of: entry)
+    guard let entry = entries.valueInserting(-(ask + 1), for: cep) else { return .unknown }
+    return state(of: entry)
   }
-
-  private static func read(_ value: inout Int32) -> Int32 { value }
 
   private mutating func state(of entry: Int32) -> State {
     guard entry >= 0 else { return .waiting(ask: -(entry + 1)) }
@@ -72,7 +67,7 @@ struct LookupMemo {
   /// Forgets that `cep` is asked (its ask failed: a later row asks again). An answer kept
   /// for it is left alone.
   mutating func stopWaiting(for cep: Int) {
-    if let entry = entries[cep], entry < 0 { entries[cep] = nil }
+    if let entry = entries.value(for: cep), entry < 0 { entries.removeValue(for: cep) }
   }
 
   /// The answer kept for `cep` (now the most recently used): `.some(nil)` for a CEP that does
@@ -93,10 +88,9 @@ struct LookupMemo {
   /// does; the answer is shared, not copied.
   @discardableResult
   mutating func keep(_ answer: LookupResult, for cep: Int) -> Int? {
-    let position = entries.index(forKey: cep)
-    let known = position.map { entries.values[$0] }
+    let known = entries.value(for: cep)
     guard capacity > 0 else {
-      if let position, let known, known < 0 { entries.remove(at: position) }
+      if let known, known < 0 { entries.removeValue(for: cep) }
       return nil
     }
     if let entry = known, entry >= 0 {
@@ -109,15 +103,15 @@ struct LookupMemo {
       keys.append(cep)
       values.append(answer)
       order.appendNewest()
-      if let position { entries.values[position] = entry } else { entries[cep] = entry }
+      entries.set(entry, for: cep)
       return nil
     }
     let entry = order.oldest
     let forgotten = keys[Int(entry)]
-    entries[forgotten] = nil
+    entries.removeValue(for: forgotten)
     keys[Int(entry)] = cep
     values[Int(entry)] = answer
-    entries[cep] = entry
+    entries.set(entry, for: cep)
     order.touch(entry)
     evictions += 1
     return forgotten

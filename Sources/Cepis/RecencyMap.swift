@@ -72,13 +72,19 @@ package struct RecencyMap<Value> {
 
 extension RecencyMap: Sendable where Value: Sendable {}
 
-/// An order of recency over slots `0..<count`: a doubly linked list through two arrays of
-/// indices, so a slot costs no allocation of its own. The list under ``RecencyMap`` and
+/// An order of recency over slots `0..<count`: a doubly linked list through an array of index
+/// pairs (a slot's two links side by side, read together), so a slot costs no allocation of
+/// its own. The list under ``RecencyMap`` and
 /// `LookupMemo`, which keep their keys and values in arrays indexed by the same slots.
 struct RecencyList {
   static let none: Int32 = -1
-  private var older: [Int32] = []
-  private var newer: [Int32] = []
+  /// A slot's neighbours in the order: the next older and the next newer slot.
+  private struct Links {
+    var older: Int32
+    var newer: Int32
+  }
+
+  private var links: [Links] = []
   /// The most recently used slot, or ``none``.
   private(set) var newest = none
   /// The least recently used slot, or ``none``.
@@ -86,15 +92,13 @@ struct RecencyList {
 
   /// Makes room for `count` slots.
   mutating func reserveCapacity(_ count: Int) {
-    older.reserveCapacity(count)
-    newer.reserveCapacity(count)
+    links.reserveCapacity(count)
   }
 
   /// Adds the next slot (`count` before the call) as the most recently used.
   mutating func appendNewest() {
-    let slot = Int32(older.count)
-    older.append(Self.none)
-    newer.append(Self.none)
+    let slot = Int32(links.count)
+    links.append(Links(older: Self.none, newer: Self.none))
     pushNewest(slot)
   }
 
@@ -111,24 +115,29 @@ struct RecencyList {
     var cursor = oldest
     while cursor != Self.none {
       slots.append(cursor)
-      cursor = newer[Int(cursor)]
+      cursor = links[Int(cursor)].newer
     }
     return slots
   }
 
   private mutating func unlink(_ slot: Int32) {
-    let before = older[Int(slot)]
-    let after = newer[Int(slot)]
-    if before != Self.none { newer[Int(before)] = after } else { oldest = after }
-    if after != Self.none { older[Int(after)] = before } else { newest = before }
-    older[Int(slot)] = Self.none
-    newer[Int(slot)] = Self.none
+    let own = links[Int(slot)]
+    if own.older != Self.none {
+      links[Int(own.older)].newer = own.newer
+    } else {
+      oldest = own.newer
+    }
+    if own.newer != Self.none {
+      links[Int(own.newer)].older = own.older
+    } else {
+      newest = own.older
+    }
+    links[Int(slot)] = Links(older: Self.none, newer: Self.none)
   }
 
   private mutating func pushNewest(_ slot: Int32) {
-    older[Int(slot)] = newest
-    newer[Int(slot)] = Self.none
-    if newest != Self.none { newer[Int(newest)] = slot } else { oldest = slot }
+    links[Int(slot)] = Links(older: newest, newer: Self.none)
+    if newest != Self.none { links[Int(newest)].newer = slot } else { oldest = slot }
     newest = slot
   }
 }

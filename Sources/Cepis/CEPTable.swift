@@ -1,0 +1,170 @@
+/// A hash table from CEP numbers to `Int32` values: the index of ``LookupMemo``, probed once or
+/// twice for every row of a bulk run.
+///
+/// Open addressing with linear probing, each slot one `UInt64` holding the key (high half) and
+/// the value (low half), so that a probe that finds its key reads one cache line; a Swift
+/// `Dictionary<Int, Int32>` reads its occupancy bitmap, its key array and its value array, and
+/// hashes with SipHash. Keys are spread by Fibonacci hashing (multiplication by 2⁶⁴/φ, top
+/// bits), which scatters CEPs that share their low digits (`…000`, the CEPs of whole towns) as
+/// well as runs of consecutive ones. At most half the slots are used; a removal shifts the
+/// entries after it back (no tombstones), so a table that churns never slows down.
+///
+/// A CEP is at most 99,999,999 (`cepNumber`), well inside 32 bits; the key `0xFFFF_FFFF` is
+/// never valid and marks an empty slot. `CEPTableModelTests` hold it to `Dictionary` over
+/// millions of seeded operations.
+struct CEPTable {
+  private static let empty = UInt64.max
+  /// 2⁶⁴ divided by the golden ratio, odd.
+  private static let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
+
+  private var slots: [UInt64]
+  /// `slots.count - 1` (a power of two, minus one).
+  private var mask: Int
+  /// `64 - log2(slots.count)`: the top bits of the product pick the home slot.
+  private var shift: UInt64
+  /// How many keys are held.
+  private(set) var count = 0
+
+  /// A table with room for `capacity` keys before it grows.
+  init(capacity: Int = 0) {
+    var size = 16
+    while size < 2 * max(0, capacity) { size *= 2 }
+    slots = Array(repeating: Self.empty, count: size)
+    mask = size - 1
+    shift = UInt64(64 - size.trailingZeroBitCount)
+  }
+
+  /// Makes room for `capacity` keys without growing.
+  mutating func reserveCapacity(_ capacity: Int) {
+    guard 2 * capacity > slots.count else { return }
+    var size = slots.count
+    while size < 2 * capacity { size *= 2 }
+    rehash(into: size)
+  }
+
+  @inline(__always)
+  private static func key(_ cep: Int) -> UInt64 {
+    precondition(cep >= 0 && cep < 0xFFFF_FFFF, "not a CEP number: \(cep)")
+    return UInt64(cep)
+  }
+
+  @inline(__always)
+  private func home(_ key: UInt64) -> Int { Self.home(key, shift: shift) }
+
+  @inline(__always)
+  private static func home(_ key: UInt64, shift: UInt64) -> Int {
+    Int(truncatingIfNeeded: (key &* multiplier) >> shift)
+  }
+
+  @inline(__always)
+  private static func slot(_ key: UInt64, _ value: Int32) -> UInt64 {
+    key << 32 | UInt64(UInt32(bitPattern: value))
+  }
+
+  @inline(__always)
+  private static func value(of slot: UInt64) -> Int32 {
+    Int32(bitPattern: UInt32(truncatingIfNeeded: slot))
+  }
+
+  /// The position of `key`, or of the empty slot where it would go.
+  @inline(__always)
+  private func position(of key: UInt64) -> (index: Int, found: Bool) {
+    slots.withUnsafeBufferPointer { slots in
+      var index = home(key)
+      while true {
+        let slot = slots[index]
+        if slot == Self.empty { return (index, false) }
+        if slot >> 32 == key { return (index, true) }
+        index = (index + 1) & mask
+      }
+    }
+  }
+
+  /// The value for `cep`, if any.
+  func value(for cep: Int) -> Int32? {
+    let (index, found) = position(of: Self.key(cep))
+    return found ? Self.value(of: slots[index]) : nil
+  }
+
+  /// The value for `cep` when it is held; otherwise inserts `value` for it and returns `nil`
+  /// (one probe either way).
+  mutating func valueInserting(_ value: Int32, for cep: Int) -> Int32? {
+    let key = Self.key(cep)
+    let (index, found) = position(of: key)
+    if found { return Self.value(of: slots[index]) }
+    if 2 * (count + 1) > slots.count {
+      rehash(into: 2 * slots.count)
+      insertNew(key, value)
+    } else {
+      slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
+      count += 1
+    }
+    return nil
+  }
+
+  /// Sets `value` for `cep`, inserting it or replacing what was held.
+  mutating func set(_ value: Int32, for cep: Int) {
+    let key = Self.key(cep)
+    let (index, found) = position(of: key)
+    if found {
+      slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
+    } else if 2 * (count + 1) > slots.count {
+      rehash(into: 2 * slots.count)
+      insertNew(key, value)
+    } else {
+      slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
+      count += 1
+    }
+  }
+
+  /// Removes `cep`; returns the value it had, if it was held.
+  @discardableResult
+  mutating func removeValue(for cep: Int) -> Int32? {
+    let (index, found) = position(of: Self.key(cep))
+    guard found else { return nil }
+    let mask = self.mask
+    let shift = self.shift
+    let removed = slots.withUnsafeMutableBufferPointer { slots -> Int32 in
+      let removed = Self.value(of: slots[index])
+      // Backward shift: each entry after the hole, up to the next empty slot, moves into the
+      // hole when the hole lies between its home and where it sits (it was displaced past it).
+      var hole = index
+      var next = (index + 1) & mask
+      while slots[next] != Self.empty {
+        let slot = slots[next]
+        let displacement = (next - Self.home(slot >> 32, shift: shift)) & mask
+        if displacement >= (next - hole) & mask {
+          slots[hole] = slot
+          hole = next
+        }
+        next = (next + 1) & mask
+      }
+      slots[hole] = Self.empty
+      return removed
+    }
+    count -= 1
+    return removed
+  }
+
+  /// Every key and value held, in no particular order (for tests).
+  var contents: [(cep: Int, value: Int32)] {
+    slots.compactMap { $0 == Self.empty ? nil : (Int($0 >> 32), Self.value(of: $0)) }
+  }
+
+  private mutating func insertNew(_ key: UInt64, _ value: Int32) {
+    let (index, _) = position(of: key)
+    slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
+    count += 1
+  }
+
+  private mutating func rehash(into size: Int) {
+    let old = slots
+    slots = Array(repeating: Self.empty, count: size)
+    mask = size - 1
+    shift = UInt64(64 - size.trailingZeroBitCount)
+    count = 0
+    for slot in old where slot != Self.empty {
+      insertNew(slot >> 32, Self.value(of: slot))
+    }
+  }
+}
