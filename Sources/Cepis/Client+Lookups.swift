@@ -127,8 +127,9 @@ extension Client {
   /// - With a ``cache``, each iteration asks `/health` once, when its first chunk goes out,
   ///   for the live DNE edition. A chunk's CEPs that the cache holds for that edition (an
   ///   address, or "does not exist") are answered with no request; only the others go to
-  ///   `/csv` (none at all when every CEP is held), and their answers are stored, one
-  ///   transaction per chunk. When a chunk fails after its retries, a kept address of any
+  ///   `/csv` (none at all when every CEP is held), and their answers are stored, whole
+  ///   chunks to a transaction (a file cache writes up to 32 chunks in one, within a second,
+  ///   and everything before the stream ends or the cache is read again). When a chunk fails after its retries, a kept address of any
   ///   edition answers its CEP instead of the error, marked by ``Address/staleEdition`` when
   ///   it is not of the live edition; a kept "does not exist" is never served so (the row
   ///   gets the error). With no edition known (`/health` failed and none was ever seen),
