@@ -92,13 +92,7 @@ struct CEPTable {
     let key = Self.key(cep)
     let (index, found) = position(of: key)
     if found { return Self.value(of: slots[index]) }
-    if 2 * (count + 1) > slots.count {
-      rehash(into: 2 * slots.count)
-      insertNew(key, value)
-    } else {
-      slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
-      count += 1
-    }
+    insert(key, value, at: index)
     return nil
   }
 
@@ -108,13 +102,21 @@ struct CEPTable {
     let (index, found) = position(of: key)
     if found {
       slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
-    } else if 2 * (count + 1) > slots.count {
+    } else {
+      insert(key, value, at: index)
+    }
+  }
+
+  /// Inserts `key` (not held) at `index`, the empty slot its probe ended on; or, when that
+  /// would fill more than half the slots, doubles the table and inserts it there.
+  private mutating func insert(_ key: UInt64, _ value: Int32, at index: Int) {
+    guard 2 * (count + 1) <= slots.count else {
       rehash(into: 2 * slots.count)
       insertNew(key, value)
-    } else {
-      slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
-      count += 1
+      return
     }
+    slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
+    count += 1
   }
 
   /// Removes `cep`; returns the value it had, if it was held.

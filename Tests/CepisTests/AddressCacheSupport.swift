@@ -57,11 +57,12 @@ func makeCache(
 /// most cache tests.
 func withCachedClient<T>(
   _ kind: CacheKind, _ transport: Transport.Kind, clock: ManualClock = ManualClock(),
+  flushDelay: DispatchTimeInterval = .seconds(1),
   _ body: (MockServer, AddressCache, Client, URL) async throws -> T
 ) async throws -> T {
   try await withTemporaryFolder { folder in
     try await withMockServer { server in
-      let cache = makeCache(kind, folder: folder, clock: clock)
+      let cache = makeCache(kind, folder: folder, clock: clock, flushDelay: flushDelay)
       return try await body(server, cache, cachedClient(server, transport, cache: cache), folder)
     }
   }

@@ -218,31 +218,27 @@ struct LookupsCacheTests {
     "while a run waits for more rows, the answers it has are written to the file within the flush delay",
     arguments: Transport.availableKinds)
   func waitingRunWritesWithinTheDelay(transport: Transport.Kind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        let cache = makeCache(
-          .file, folder: folder, clock: ManualClock(), flushDelay: .milliseconds(100))
-        let client = cachedClient(server, transport, cache: cache)
-        // One chunk: far fewer answers than a group, so only the delay writes them.
-        let values = (0..<Client.maxBatch).map { 2_000_000 + $0 * 7_919 }
-        var run = try await Self.pausedRun(client, values)
-        #expect(run.answers.count == values.count)
-        #expect(Self.count(server, .csv) == 1)
-        let reader = try openStore(folder.appendingPathComponent("cache.sqlite"))
-        defer { reader.close() }
-        var held: [Int: CacheEntry] = [:]
-        let deadline = ContinuousClock.now + .seconds(20)
-        while held.count < values.count, ContinuousClock.now < deadline {
-          try await Task.sleep(for: .milliseconds(20))
-          held = try reader.entries(for: values, now: Date())
-        }
-        #expect(held.count == values.count)
-        for (answer, value) in zip(run.answers, values) {
-          #expect(held[value]?.address == answer.address, "CEP \(value)")
-        }
-        run.input.finish()
-        while try await run.rest.next() != nil {}
+    try await withCachedClient(.file, transport, flushDelay: .milliseconds(100)) {
+      server, _, client, folder in
+      // One chunk: far fewer answers than a group, so only the delay writes them.
+      let values = (0..<Client.maxBatch).map { 2_000_000 + $0 * 7_919 }
+      var run = try await Self.pausedRun(client, values)
+      #expect(run.answers.count == values.count)
+      #expect(Self.count(server, .csv) == 1)
+      let reader = try openStore(folder.appendingPathComponent("cache.sqlite"))
+      defer { reader.close() }
+      var held: [Int: CacheEntry] = [:]
+      let deadline = ContinuousClock.now + .seconds(20)
+      while held.count < values.count, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+        held = try reader.entries(for: values, now: Date())
       }
+      #expect(held.count == values.count)
+      for (answer, value) in zip(run.answers, values) {
+        #expect(held[value]?.address == answer.address, "CEP \(value)")
+      }
+      run.input.finish()
+      while try await run.rest.next() != nil {}
     }
   }
 
@@ -250,25 +246,22 @@ struct LookupsCacheTests {
     "answers stored and not yet written are read by the next use of the cache: a second run asks no /csv",
     arguments: Transport.availableKinds)
   func unwrittenAnswersServeTheNextRun(transport: Transport.Kind) async throws {
-    try await withTemporaryFolder { folder in
-      try await withMockServer { server in
-        // A delay no test waits for: only the write before the next read can help.
-        let cache = makeCache(
-          .file, folder: folder, clock: ManualClock(), flushDelay: .seconds(3_600))
-        let values = (0..<Client.maxBatch).map { 3_000_000 + $0 * 7_919 }
-        var run = try await Self.pausedRun(cachedClient(server, transport, cache: cache), values)
-        #expect(Self.count(server, .csv) == 1)
-        // Another run on the same cache while the first one still waits for rows.
-        let second = try await Self.run(
-          cachedClient(server, transport, cache: cache), Self.rows(values))
-        #expect(Self.count(server, .csv) == 1)
-        #expect(second.statistics.requests == 0)
-        #expect(second.statistics.cacheHits == values.count)
-        #expect(second.answers.map(\.result) == run.answers.map(\.result))
-        run.input.finish()
-        while try await run.rest.next() != nil {}
-        #expect(cache.warnings.isEmpty)
-      }
+    // A delay no test waits for: only the write before the next read can help.
+    try await withCachedClient(.file, transport, flushDelay: .seconds(3_600)) {
+      server, cache, client, _ in
+      let values = (0..<Client.maxBatch).map { 3_000_000 + $0 * 7_919 }
+      var run = try await Self.pausedRun(client, values)
+      #expect(Self.count(server, .csv) == 1)
+      // Another run on the same cache while the first one still waits for rows.
+      let second = try await Self.run(
+        cachedClient(server, transport, cache: cache), Self.rows(values))
+      #expect(Self.count(server, .csv) == 1)
+      #expect(second.statistics.requests == 0)
+      #expect(second.statistics.cacheHits == values.count)
+      #expect(second.answers.map(\.result) == run.answers.map(\.result))
+      run.input.finish()
+      while try await run.rest.next() != nil {}
+      #expect(cache.warnings.isEmpty)
     }
   }
 
