@@ -69,11 +69,7 @@ extension Client {
       if let column { slotOfColumn[column] = field + 1 }
     }
 
-    var position: [Int: Int] = [:]
-    position.reserveCapacity(chunk.count)
-    for (offset, cep) in chunk.enumerated() {
-      if let number = cepNumber(cep.utf8) { position[number] = offset }
-    }
+    let position = CEPTable(positionsOf: chunk)
     var found = [Address?](repeating: nil, count: chunk.count)
     var answered = [Bool](repeating: false, count: chunk.count)
     var spans = [CSVFieldSpan](repeating: CSVFieldSpan(), count: 7)
@@ -96,8 +92,9 @@ extension Client {
       index = record.next
       guard present[0], !spans[0].escaped,
         let number = cepNumber(UnsafeBufferPointer(rebasing: bytes[spans[0].start..<spans[0].end])),
-        let slot = position[number], !answered[slot]
+        let position = position.value(for: number), !answered[Int(position)]
       else { continue }
+      let slot = Int(position)
       answered[slot] = true
       let localidade = AddressText.Field.localidade.rawValue + 1
       guard present[localidade], spans[localidade].end > spans[localidade].start else { continue }

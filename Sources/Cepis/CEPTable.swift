@@ -34,6 +34,15 @@ struct CEPTable {
     shift = UInt64(64 - size.trailingZeroBitCount)
   }
 
+  /// The position in `chunk` of each of its CEPs (8-digit strings; a malformed one is left
+  /// out, a repeated one at its last position): how a batch answer's rows find their slots.
+  init(positionsOf chunk: [String]) {
+    self.init(capacity: chunk.count)
+    for (position, cep) in chunk.enumerated() {
+      if let number = cepNumber(utf8Of: cep) { set(Int32(position), for: number) }
+    }
+  }
+
   /// Makes room for `capacity` keys without growing.
   mutating func reserveCapacity(_ capacity: Int) {
     guard 2 * capacity > slots.count else { return }

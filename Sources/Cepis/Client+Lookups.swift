@@ -187,26 +187,36 @@ extension Client {
 
 /// A `Sequence` read as an `AsyncSequence`: the rows of `lookups(_:options:)` given a plain
 /// sequence of CEP strings.
+///
+/// Inlinable: the stream's engine, specialised in the caller's module, reads each row with a
+/// plain call to the base iterator instead of an async call (and its executor check) per row.
 public struct AsyncRows<Base: Sequence & Sendable>: AsyncSequence, Sendable
 where Base.Element: Sendable {
   /// A row of the base sequence.
   public typealias Element = Base.Element
-  private let base: Base
+  @usableFromInline let base: Base
 
   /// Reads `base`, one element a call.
+  @inlinable
   public init(_ base: Base) { self.base = base }
 
   /// An iterator over the base sequence.
+  @inlinable
   public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeIterator()) }
 
   /// The iterator of ``AsyncRows``: the base sequence's, one element a call.
   public struct Iterator: AsyncIteratorProtocol {
-    var base: Base.Iterator
+    @usableFromInline var base: Base.Iterator
+
+    @inlinable
+    init(base: Base.Iterator) { self.base = base }
 
     /// The next element of the base sequence, or `nil` at its end.
+    @inlinable
     public mutating func next() async -> Base.Element? { base.next() }
 
     /// The next element, on the caller's actor (no executor hop per element).
+    @inlinable
     public mutating func next(isolation actor: isolated (any Actor)?) async -> Base.Element? {
       base.next()
     }

@@ -39,6 +39,8 @@ final class LookupAsks {
   /// that reads them has left: no allocation and no hashing per row.
   private struct Slot {
     var cep: Int
+    /// The memo's entry the CEP waits in (an ask's; -1 for an answer known at once).
+    var entry: Int32
     var waiting: Int32
     /// Whether a chunk carries this ask (or it needs none: it is answered).
     var sent: Bool
@@ -146,8 +148,8 @@ final class LookupAsks {
     case .waiting(let ask):
       slots[Int(ask)].waiting += 1
       return .held(ask)
-    case .unknown:
-      let slot = newSlot(Slot(cep: number, waiting: 1, sent: false, answer: nil))
+    case .unknown(let entry):
+      let slot = newSlot(Slot(cep: number, entry: entry, waiting: 1, sent: false, answer: nil))
       assert(slot == vacant)
       unsent.append(slot)
       sendChunks(partial: false)
@@ -158,7 +160,7 @@ final class LookupAsks {
   /// A row whose answer is known: answered now if no row is ahead of it, else held.
   private func known(_ result: LookupResult, behindOthers: Bool) -> Admission {
     guard behindOthers else { return .answered(result) }
-    return .held(newSlot(Slot(cep: -1, waiting: 1, sent: true, answer: result)))
+    return .held(newSlot(Slot(cep: -1, entry: -1, waiting: 1, sent: true, answer: result)))
   }
 
   private func newSlot(_ slot: Slot) -> Int32 {
@@ -344,19 +346,19 @@ final class LookupAsks {
       case .found(let address):
         // The ask closes: a row read from now on is answered by the memo, or asks again.
         let answer = LookupResult(found: address)
-        memo.keep(answer, for: slots[index].cep)
+        memo.keep(answer, entry: slots[index].entry)
         slots[index].answer = answer
       case .notFound:
-        memo.keep(.notFound, for: slots[index].cep)
+        memo.keep(.notFound, entry: slots[index].entry)
         slots[index].answer = .notFound
       case .stale(let address):
         // Not kept: a later row with this CEP asks again.
-        memo.stopWaiting(for: slots[index].cep)
+        memo.stopWaiting(entry: slots[index].entry)
         slots[index].answer = LookupResult(found: address)
       case .failed(let error):
         // Not kept: a later row with this CEP asks again. One result for the chunk's failure.
         if failure?.error != error { failure = (error, LookupResult(failure: error)) }
-        memo.stopWaiting(for: slots[index].cep)
+        memo.stopWaiting(entry: slots[index].entry)
         slots[index].answer = failure?.result
       case .missed:
         // The cache does not hold it: the ask stays open, queued for a request.

@@ -43,10 +43,12 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
 
   @usableFromInline let cep: @Sendable (Row) -> String
   @usableFromInline let readAhead: Int
-  @usableFromInline var input: Rows.AsyncIterator
-  @usableFromInline var inputDone = false
-  @usableFromInline var inputError: (any Error)?
-  @usableFromInline var finished = false
+  // Unchecked exclusivity, as for the rows held below: `input` is accessed across the await
+  // of every row's `next`, which otherwise costs a dynamic access record per row.
+  @usableFromInline @exclusivity(unchecked) var input: Rows.AsyncIterator
+  @usableFromInline @exclusivity(unchecked) var inputDone = false
+  @usableFromInline @exclusivity(unchecked) var inputError: (any Error)?
+  @usableFromInline @exclusivity(unchecked) var finished = false
 
   @usableFromInline @exclusivity(unchecked) var held: [Held] = []
   @usableFromInline @exclusivity(unchecked) var heldHead = 0

@@ -3,37 +3,50 @@
 /// the CEPs asked and not yet answered, so that a row costs one hash lookup whatever its
 /// CEP's state.
 ///
-/// A ``CEPTable`` finds an entry (a negative value: the ask a CEP waits for); the order of
-/// recency is a doubly linked list through an array, so that an entry costs no allocation of
-/// its own and a full memo reuses the entry it evicts. Waiting CEPs do not
-/// count against the capacity and are not in the order of recency. `LookupMemoTests` holds it
-/// to a plain reference over millions of seeded operations.
+/// A ``CEPTable`` maps each CEP held to its *entry*: the index of its key, its answer (or the
+/// ask it waits for) and its links in the order of recency, all kept in arrays, so that an
+/// entry costs no allocation of its own and a forgotten entry is reused. A CEP takes its entry
+/// when it is first asked (in the probe that found it unknown), and keeps it when its answer
+/// comes: answering an ask (``keep(_:entry:)``) touches the table only to forget another CEP
+/// when the memo is full. On a run of a million distinct CEPs, each costs two probes that miss
+/// the processor's caches — its own, and the one that forgets it — not four.
+///
+/// Waiting CEPs do not count against the capacity and are not in the order of recency.
+/// `LookupMemoTests` hold it to a plain reference over millions of seeded operations.
 struct LookupMemo {
   /// The most CEPs kept (0 keeps nothing).
   let capacity: Int
   /// CEPs forgotten to make room so far.
   private(set) var evictions = 0
+  /// How many CEPs the memo holds (answered).
+  private(set) var count = 0
 
   private var entries = CEPTable()
+  /// Per entry: its CEP.
   private var keys: [Int] = []
+  /// Per entry: its answer (`.notFound` while it waits, or is free).
   private var values: [LookupResult] = []
+  /// Per entry: the ask it waits for, or `answered` (or free).
+  private var asks: [Int32] = []
   private var order = RecencyList()
+  /// Entries no CEP holds.
+  private var free: [Int32] = []
+
+  private static let answered: Int32 = -1
 
   /// A memo of at most `capacity` CEPs, with room for `reserving` of them set aside at once
   /// (when the caller knows how many will come: no rehashing and no copying as it fills).
   init(capacity: Int, reserving: Int = 0) {
     // An entry index is an Int32; two billion CEPs is more than exist.
-    self.capacity = min(max(0, capacity), Int(Int32.max))
+    self.capacity = min(max(0, capacity), Int(Int32.max) / 2)
     let reserved = min(self.capacity, max(0, reserving))
     guard reserved > 0 else { return }
     entries.reserveCapacity(reserved)
     keys.reserveCapacity(reserved)
     values.reserveCapacity(reserved)
+    asks.reserveCapacity(reserved)
     order.reserveCapacity(reserved)
   }
-
-  /// How many CEPs the memo holds.
-  var count: Int { keys.count }
 
   /// What the memo knows of one CEP.
   enum State {
@@ -41,25 +54,38 @@ struct LookupMemo {
     case answered(LookupResult)
     /// It is asked, by the ask `id`, and not answered yet.
     case waiting(ask: Int32)
-    /// Nothing.
-    case unknown
+    /// Nothing; with ``state(of:orWaitFor:)``, the CEP now waits in `entry`.
+    case unknown(entry: Int32)
   }
 
   /// What the memo knows of `cep`; an answer becomes the most recently used.
   mutating func state(of cep: Int) -> State {
-    guard let entry = entries.value(for: cep) else { return .unknown }
+    guard let entry = entries.value(for: cep) else { return .unknown(entry: -1) }
     return state(of: entry)
   }
 
   /// What the memo knows of `cep`, in one hash probe: when it knows nothing, `cep` now waits
-  /// for `ask` (an ask no other CEP waits for) and the answer is ``State/unknown``.
+  /// for `ask` (an ask no other CEP waits for), in the entry the answer names; answer it with
+  /// ``keep(_:entry:)`` or give it up with ``stopWaiting(entry:)``.
   mutating func state(of cep: Int, orWaitFor ask: Int32) -> State {
-    guard let entry = entries.valueInserting(-(ask + 1), for: cep) else { return .unknown }
-    return state(of: entry)
+    precondition(ask >= 0, "an ask is a slot number")
+    let vacant = free.last ?? Int32(keys.count)
+    if let entry = entries.valueInserting(vacant, for: cep) { return state(of: entry) }
+    if free.popLast() == nil {
+      keys.append(cep)
+      values.append(.notFound)
+      asks.append(ask)
+      order.appendDetached()
+    } else {
+      keys[Int(vacant)] = cep
+      asks[Int(vacant)] = ask
+    }
+    return .unknown(entry: vacant)
   }
 
   private mutating func state(of entry: Int32) -> State {
-    guard entry >= 0 else { return .waiting(ask: -(entry + 1)) }
+    let ask = asks[Int(entry)]
+    guard ask == Self.answered else { return .waiting(ask: ask) }
     order.touch(entry)
     return .answered(values[Int(entry)])
   }
@@ -67,7 +93,14 @@ struct LookupMemo {
   /// Forgets that `cep` is asked (its ask failed: a later row asks again). An answer kept
   /// for it is left alone.
   mutating func stopWaiting(for cep: Int) {
-    if let entry = entries.value(for: cep), entry < 0 { entries.removeValue(for: cep) }
+    guard let entry = entries.value(for: cep), asks[Int(entry)] != Self.answered else { return }
+    stopWaiting(entry: entry)
+  }
+
+  /// Gives up the ask of the waiting `entry` (see ``stopWaiting(for:)``).
+  mutating func stopWaiting(entry: Int32) {
+    precondition(asks[Int(entry)] != Self.answered, "the entry does not wait")
+    release(entry)
   }
 
   /// The answer kept for `cep` (now the most recently used): `.some(nil)` for a CEP that does
@@ -88,33 +121,53 @@ struct LookupMemo {
   /// does; the answer is shared, not copied.
   @discardableResult
   mutating func keep(_ answer: LookupResult, for cep: Int) -> Int? {
-    let known = entries.value(for: cep)
-    guard capacity > 0 else {
-      if let known, known < 0 { entries.removeValue(for: cep) }
-      return nil
-    }
-    if let entry = known, entry >= 0 {
+    switch state(of: cep, orWaitFor: 0) {
+    case .answered:
+      // `state` made it the most recently used.
+      let entry = entries.value(for: cep)!
       values[Int(entry)] = answer
-      order.touch(entry)
+      return nil
+    case .waiting:
+      return keep(answer, entry: entries.value(for: cep)!)
+    case .unknown(let entry):
+      return keep(answer, entry: entry)
+    }
+  }
+
+  /// Keeps `answer` for the CEP waiting in `entry` (see ``state(of:orWaitFor:)``), as the
+  /// most recently used; returns the CEP forgotten to make room, if any. No probe of the
+  /// table but the one that forgets.
+  @discardableResult
+  mutating func keep(_ answer: LookupResult, entry: Int32) -> Int? {
+    let index = Int(entry)
+    precondition(asks[index] != Self.answered, "the entry does not wait")
+    guard capacity > 0 else {
+      release(entry)
       return nil
     }
-    if keys.count < capacity {
-      let entry = Int32(keys.count)
-      keys.append(cep)
-      values.append(answer)
-      order.appendNewest()
-      entries.set(entry, for: cep)
-      return nil
+    var forgotten: Int?
+    if count == capacity {
+      let oldest = order.oldest
+      forgotten = keys[Int(oldest)]
+      order.remove(oldest)
+      count -= 1
+      release(oldest)
+      evictions += 1
     }
-    let entry = order.oldest
-    let forgotten = keys[Int(entry)]
-    entries.removeValue(for: forgotten)
-    keys[Int(entry)] = cep
-    values[Int(entry)] = answer
-    entries.set(entry, for: cep)
-    order.touch(entry)
-    evictions += 1
+    asks[index] = Self.answered
+    values[index] = answer
+    order.insertNewest(entry)
+    count += 1
     return forgotten
+  }
+
+  /// Takes `entry`'s CEP out of the table and frees the entry (out of the order already).
+  private mutating func release(_ entry: Int32) {
+    let index = Int(entry)
+    entries.removeValue(for: keys[index])
+    values[index] = .notFound
+    asks[index] = Self.answered
+    free.append(entry)
   }
 
   /// The CEPs held, least recently used first (for tests).

@@ -102,6 +102,18 @@ struct RecencyList {
     pushNewest(slot)
   }
 
+  /// Adds the next slot (`count` before the call), outside the order until
+  /// ``insertNewest(_:)``.
+  mutating func appendDetached() {
+    links.append(Links(older: Self.none, newer: Self.none))
+  }
+
+  /// Puts `slot`, outside the order, in it as the most recently used.
+  mutating func insertNewest(_ slot: Int32) { pushNewest(slot) }
+
+  /// Takes `slot`, in the order, out of it.
+  mutating func remove(_ slot: Int32) { unlink(slot) }
+
   /// Makes `slot` the most recently used.
   mutating func touch(_ slot: Int32) {
     guard slot != newest else { return }

@@ -79,6 +79,9 @@ struct LookupMemoTests {
     let operations = capacity >= 1_000 ? Self.operations / 4 : Self.operations
     var evictions = 0
     var nextAsk: Int32 = 0
+    // The entry each waiting CEP took (as the engine keeps it in its ask's slot): answers and
+    // failed asks go by entry, as in the engine, or by CEP, at random.
+    var entries: [Int: Int32] = [:]
     for step in 0..<operations {
       let cep = Int(random.next() % keySpace) * 9_973
       switch random.next() % 10 {
@@ -88,7 +91,9 @@ struct LookupMemoTests {
         switch memo.state(of: cep, orWaitFor: nextAsk) {
         case .answered(let answer): got = "answered \(String(describing: answer.address))"
         case .waiting(let ask): got = "waiting \(ask)"
-        case .unknown: got = "unknown"
+        case .unknown(let entry):
+          got = "unknown"
+          entries[cep] = entry
         }
         let expected = reference.state(of: cep, orWaitFor: nextAsk)
         guard got == expected else {
@@ -97,13 +102,22 @@ struct LookupMemoTests {
         if got == "unknown" { nextAsk += 1 }
       case 9:
         // An ask that failed: its CEP is no longer waited for; an answer kept stays.
-        memo.stopWaiting(for: cep)
+        if let entry = entries.removeValue(forKey: cep), random.next() % 2 == 0 {
+          memo.stopWaiting(entry: entry)
+        } else {
+          memo.stopWaiting(for: cep)
+        }
         reference.waiting[cep] = nil
       case 0..<5:
         let answer: Address? =
           random.next() % 8 == 0
           ? nil : Address(cep: cepString(cep), logradouro: "Rua \(step)", localidade: "X", uf: "SP")
-        let forgotten = memo.keep(answer, for: cep)
+        let forgotten: Int?
+        if let entry = entries.removeValue(forKey: cep), random.next() % 4 != 0 {
+          forgotten = memo.keep(answer.map(LookupResult.init(found:)) ?? .notFound, entry: entry)
+        } else {
+          forgotten = memo.keep(answer, for: cep)
+        }
         let expected = reference.keep(answer, for: cep)
         if forgotten != nil { evictions += 1 }
         guard forgotten == expected else {
