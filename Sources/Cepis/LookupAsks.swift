@@ -180,13 +180,13 @@ final class LookupAsks {
   @usableFromInline
   func take(_ slot: Int32) -> LookupResult? {
     let index = Int(slot)
-    guard let answer = slots[index].answer else { return nil }
+    guard slots[index].answer != nil else { return nil }
     slots[index].waiting -= 1
-    if slots[index].waiting == 0 {
-      slots[index].answer = nil
-      freeSlots.append(slot)
-    }
-    return answer
+    guard slots[index].waiting == 0 else { return slots[index].answer }
+    // The last reader takes the answer out (a move: no retain and release of an address
+    // that was last touched a chunk ago).
+    freeSlots.append(slot)
+    return slots[index].answer.take()
   }
 
   // MARK: - Requests
@@ -317,9 +317,9 @@ final class LookupAsks {
   /// made room for (or, for probes, left as misses).
   @usableFromInline
   func applyOutcomes() {
-    let outcomes = mailbox.take()
+    var outcomes = mailbox.take()
     guard !outcomes.isEmpty else { return }
-    for outcome in outcomes { apply(outcome) }
+    for index in outcomes.indices { apply(&outcomes[index]) }
     sendChunks(partial: false)
   }
 
@@ -335,14 +335,20 @@ final class LookupAsks {
     }
   }
 
-  private func apply(_ outcome: ChunkOutcome) {
+  /// Lands `outcome`'s answers on their asks, moving each out of it (an address's reference
+  /// count is touched once here, for the memo's copy).
+  private func apply(_ outcome: inout ChunkOutcome) {
     chunks[outcome.chunk] = nil
     if outcome.probe { probing -= 1 }
     cacheHits += outcome.cacheHits
     var failure: (error: CepisError, result: LookupResult)?
+    var answers: [ChunkAnswer] = []
+    swap(&answers, &outcome.answers)
     for (position, id) in outcome.asks.enumerated() {
       let index = Int(id)
-      switch outcome.answers[position] {
+      var taken = ChunkAnswer.missed
+      swap(&taken, &answers[position])
+      switch consume taken {
       case .found(let address):
         // The ask closes: a row read from now on is answered by the memo, or asks again.
         let answer = LookupResult(found: address)
