@@ -15,15 +15,33 @@ extension Client {
   /// - Throws: ``CepisError/invalidResponse(_:)`` without the `cep` and `localidade`
   ///   columns or for an empty answer; `CSVError` for malformed CSV.
   static func decodeBatchRows(_ body: Data, chunk: [String]) throws -> [Address?] {
+    try decodeBatchRows(
+      body, positions: CEPTable(positionsOf: chunk), count: chunk.count, cep: { chunk[$0] })
+  }
+
+  /// ``decodeBatchRows(_:chunk:)`` for a chunk of CEP numbers (the bulk engine's: no string
+  /// per CEP unless the reader-based decoder is needed).
+  static func decodeBatchRows(_ body: Data, numbers: [Int]) throws -> [Address?] {
+    try decodeBatchRows(
+      body, positions: CEPTable(positionsOf: numbers), count: numbers.count,
+      cep: { cepString(numbers[$0]) })
+  }
+
+  /// The decoder over a chunk given as each CEP's position (`positions`), its length, and
+  /// the 8-digit string of the CEP at a position (for the reader-based decoder).
+  private static func decodeBatchRows(
+    _ body: Data, positions: CEPTable, count: Int, cep: (Int) -> String
+  ) throws -> [Address?] {
     let packed = body.withUnsafeBytes { raw in
-      packedBatchRows(raw.bindMemory(to: UInt8.self), chunk: chunk)
+      packedBatchRows(raw.bindMemory(to: UInt8.self), positions: positions, count: count)
     }
     switch packed {
     case .rows(let rows): return rows
     case .missingColumns:
       throw CepisError.invalidResponse(
         "CSV without the cep and localidade columns: \(HTTPResponse.preview(of: body))")
-    case .notPlain: return try decodeBatchRowsWithReader(body, chunk: chunk)
+    case .notPlain:
+      return try decodeBatchRowsWithReader(body, positions: positions, count: count, cep: cep)
     }
   }
 
@@ -41,6 +59,13 @@ extension Client {
   static func packedBatchRows(_ bytes: UnsafeBufferPointer<UInt8>, chunk: [String])
     -> PackedBatch
   {
+    packedBatchRows(bytes, positions: CEPTable(positionsOf: chunk), count: chunk.count)
+  }
+
+  /// ``packedBatchRows(_:chunk:)`` over a chunk given as each CEP's position and its length.
+  static func packedBatchRows(
+    _ bytes: UnsafeBufferPointer<UInt8>, positions position: CEPTable, count: Int
+  ) -> PackedBatch {
     guard isValidUTF8(bytes) else { return .notPlain }
     var index = 0
     if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { index = 3 }
@@ -69,9 +94,8 @@ extension Client {
       if let column { slotOfColumn[column] = field + 1 }
     }
 
-    let position = CEPTable(positionsOf: chunk)
-    var found = [Address?](repeating: nil, count: chunk.count)
-    var answered = [Bool](repeating: false, count: chunk.count)
+    var found = [Address?](repeating: nil, count: count)
+    var answered = [Bool](repeating: false, count: count)
     var spans = [CSVFieldSpan](repeating: CSVFieldSpan(), count: 7)
     var present = [Bool](repeating: false, count: 7)
     let columnCount = header.count

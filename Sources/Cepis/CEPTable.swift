@@ -43,6 +43,12 @@ struct CEPTable {
     }
   }
 
+  /// The position in `numbers` of each of its CEP numbers (a repeated one at its last).
+  init(positionsOf numbers: [Int]) {
+    self.init(capacity: numbers.count)
+    for (position, number) in numbers.enumerated() { set(Int32(position), for: number) }
+  }
+
   /// Makes room for `capacity` keys without growing.
   mutating func reserveCapacity(_ capacity: Int) {
     guard 2 * capacity > slots.count else { return }

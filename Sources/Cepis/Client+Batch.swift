@@ -73,12 +73,13 @@ extension Client {
     return true
   }
 
-  /// Fetches one chunk and answers in the chunk's order (`nil`: not found or not answered).
-  func fetchChunk(positionsOf chunk: [String]) async throws -> [Address?] {
-    let response = try await send(path: "/csv?ceps=" + chunk.joined(separator: ","))
+  /// Fetches one chunk of CEP numbers and answers in the chunk's order (`nil`: not found or
+  /// not answered).
+  func fetchChunk(numbers: [Int]) async throws -> [Address?] {
+    let response = try await send(path: Self.batchPath(numbers))
     switch response.status {
     case 200..<300:
-      return try Self.decodeBatch(response, chunk: chunk)
+      return try Self.decodeBatch(response, numbers: numbers)
     case 400:
       throw CepisError.invalidCEP(
         Self.mensagem(in: response) ?? "the API rejected the batch request")
@@ -87,9 +88,37 @@ extension Client {
     }
   }
 
+  /// `/csv?ceps=` and the chunk's CEPs, 8 digits each, comma-separated: written digit by
+  /// digit into the string's own buffer.
+  static func batchPath(_ numbers: [Int]) -> String {
+    let prefix = "/csv?ceps="
+    let capacity = prefix.utf8.count + 9 * numbers.count
+    return String(unsafeUninitializedCapacity: capacity) { buffer in
+      var at = 0
+      for byte in prefix.utf8 {
+        buffer[at] = byte
+        at += 1
+      }
+      for (index, number) in numbers.enumerated() {
+        precondition((0...99_999_999).contains(number), "not a CEP number: \(number)")
+        if index > 0 {
+          buffer[at] = UInt8(ascii: ",")
+          at += 1
+        }
+        var rest = number
+        for digit in stride(from: at + 7, through: at, by: -1) {
+          buffer[digit] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+          rest /= 10
+        }
+        at += 8
+      }
+      return at
+    }
+  }
+
   /// Decodes a `/csv` answer: a header naming the columns, then rows. A row whose
   /// `localidade` is empty is a CEP that does not exist.
-  static func decodeBatch(_ response: HTTPResponse, chunk: [String]) throws -> [Address?] {
+  static func decodeBatch(_ response: HTTPResponse, numbers: [Int]) throws -> [Address?] {
     if response.looksLikeHTML {
       throw CepisError.invalidResponse(
         "expected CSV, got an HTML page (captive portal or proxy?): \(response.bodyPreview())")
@@ -101,7 +130,7 @@ extension Client {
       throw CepisError.invalidResponse("expected CSV, got \(type): \(response.bodyPreview())")
     }
     do {
-      return try decodeBatchRows(response.body, chunk: chunk)
+      return try decodeBatchRows(response.body, numbers: numbers)
     } catch let error as CSVError {
       throw CepisError.invalidResponse("\(error) in \(response.bodyPreview())")
     }
@@ -111,6 +140,15 @@ extension Client {
   /// ``decodeBatchRows(_:chunk:)`` falls back to for a body that is not plain CSV, and the
   /// reference its tests compare it with.
   static func decodeBatchRowsWithReader(_ body: Data, chunk: [String]) throws -> [Address?] {
+    try decodeBatchRowsWithReader(
+      body, positions: CEPTable(positionsOf: chunk), count: chunk.count, cep: { chunk[$0] })
+  }
+
+  /// ``decodeBatchRowsWithReader(_:chunk:)`` over a chunk given as each CEP's position, its
+  /// length, and the 8-digit string of the CEP at a position.
+  static func decodeBatchRowsWithReader(
+    _ body: Data, positions position: CEPTable, count: Int, cep: (Int) -> String
+  ) throws -> [Address?] {
     var reader = CSVReader()
     reader.append(body)
     reader.finish()
@@ -122,9 +160,8 @@ extension Client {
       throw CepisError.invalidResponse(
         "CSV without the cep and localidade columns: \(HTTPResponse.preview(of: body))")
     }
-    let position = CEPTable(positionsOf: chunk)
-    var found = [Address?](repeating: nil, count: chunk.count)
-    var answered = [Bool](repeating: false, count: chunk.count)
+    var found = [Address?](repeating: nil, count: count)
+    var answered = [Bool](repeating: false, count: count)
     while var record = try reader.next() {
       // The record's fields are moved out, and each one moved into the address: a field's
       // string is never copied (no retain and release per field in a million-row run).
@@ -144,7 +181,7 @@ extension Client {
       }
       // The requested spelling: always the 8 digits, however the row masked it.
       found[index] = Address(
-        cep: chunk[index], logradouro: take(columns.logradouro),
+        cep: cep(index), logradouro: take(columns.logradouro),
         complemento: take(columns.complemento), bairro: take(columns.bairro),
         localidade: take(columns.localidade), uf: take(columns.uf), ibge: take(columns.ibge),
         geo: nil)

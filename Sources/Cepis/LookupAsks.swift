@@ -276,7 +276,7 @@ final class LookupAsks {
     if let cached {
       outcome.answers = await cached.request(numbers, client: client)
     } else {
-      outcome.answers = await fetch(numbers.map(cepString), client: client)
+      outcome.answers = await fetch(numbers, client: client)
         .perAsk(count: numbers.count)
     }
     return outcome
@@ -300,10 +300,10 @@ final class LookupAsks {
     return CachedChunk(cache: cache, edition: task)
   }
 
-  /// The answers of `/csv` for `ceps`, in their order, or why there are none.
-  static func fetch(_ ceps: [String], client: Client) async -> Result<[Address?], CepisError> {
+  /// The answers of `/csv` for the CEPs `numbers`, in their order, or why there are none.
+  static func fetch(_ numbers: [Int], client: Client) async -> Result<[Address?], CepisError> {
     do {
-      return .success(try await client.fetchChunk(positionsOf: ceps))
+      return .success(try await client.fetchChunk(numbers: numbers))
     } catch let error as CepisError {
       return .failure(error)
     } catch is CancellationError {
@@ -463,7 +463,7 @@ struct CachedChunk: Sendable {
   /// when it fails.
   func request(_ numbers: [Int], client: Client) async -> [ChunkAnswer] {
     let live = await edition.value.live
-    switch await LookupAsks.fetch(numbers.map(cepString), client: client) {
+    switch await LookupAsks.fetch(numbers, client: client) {
     case .success(let found):
       if let live, !Task.isCancelled {
         await cache.storeBehind(

@@ -14,7 +14,8 @@ struct BatchRowDecoderTests {
     ProcessInfo.processInfo.environment["CEPIS_BATCH_DECODER_BODIES"]
     .flatMap(Int.init) ?? 20_000
 
-  static let chunk = (0..<12).map { cepString(1_000_000 + $0 * 7) }
+  static let numbers = (0..<12).map { 1_000_000 + $0 * 7 }
+  static let chunk = numbers.map(cepString)
 
   /// One body: a header in some column order, then rows for asked and unasked CEPs.
   static func body(_ random: inout SplitMix64) -> [UInt8] {
@@ -89,8 +90,10 @@ struct BatchRowDecoderTests {
       let data = Data(bytes)
       let reference = outcome { try Client.decodeBatchRowsWithReader(data, chunk: chunk) }
       let decoded = outcome { try Client.decodeBatchRows(data, chunk: chunk) }
+      // The bulk engine's form: the same chunk as CEP numbers.
+      let byNumber = outcome { try Client.decodeBatchRows(data, numbers: numbers) }
       let text = String(decoding: bytes, as: UTF8.self)
-      guard decoded == reference else {
+      guard decoded == reference, byNumber == reference else {
         run.disagreement = "body \(round) decodes differently: \(text.debugDescription)"
         return run
       }
@@ -216,5 +219,17 @@ struct BatchRowDecoderTests {
     #expect(MemoryLayout<Address?>.stride <= 24)
     // And what the run-wide memo of a bulk lookup keeps per CEP: no more than an address.
     #expect(MemoryLayout<LookupResult>.stride <= 24)
+  }
+
+  @Test("a chunk's path: every CEP as 8 digits, comma-separated, in the chunk's order")
+  func batchPathSpellsEachCEP() {
+    #expect(Client.batchPath([]) == "/csv?ceps=")
+    #expect(Client.batchPath([0, 1_001_000, 99_999_999]) == "/csv?ceps=00000000,01001000,99999999")
+    var random = SplitMix64(state: 0xBA7C_4FA7)
+    for _ in 0..<200 {
+      let numbers = (0..<Int(random.next() % 501)).map { _ in Int(random.next() % 100_000_000) }
+      #expect(
+        Client.batchPath(numbers) == "/csv?ceps=" + numbers.map(cepString).joined(separator: ","))
+    }
   }
 }
