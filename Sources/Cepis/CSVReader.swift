@@ -86,6 +86,11 @@ package struct CSVReader: Sendable {
   package let maxRecordBytes: Int
   /// Whether the input began with a UTF-8 byte-order mark (which is not part of any field).
   package private(set) var sawByteOrderMark = false
+  /// When set, records from here on decode only this field (0-based) into a `String`; every
+  /// other field is scanned and checked exactly as before (malformed CSV and invalid UTF-8
+  /// are refused the same) but given as `""`. For tools that copy each record's raw bytes and
+  /// read one column — `cepis enrich` — so that a wide file costs no string per cell.
+  package var onlyField: Int?
 
   private var buffer: [UInt8] = []
   private var position = 0
@@ -171,12 +176,13 @@ package struct CSVReader: Sendable {
     let separator = self.separator
     let atEnd = self.atEnd
     let capacity = lastFieldCount
+    let only = onlyField
     let outcome: Scanned?
     do {
       outcome = try buffer.withUnsafeBufferPointer { bytes in
         try Self.scan(
           bytes, from: start, separator: separator, atEnd: atEnd, scratch: &scratch,
-          fieldCapacity: capacity)
+          fieldCapacity: capacity, only: only)
       }
     } catch let failure as ScanFailure {
       throw CSVError(reason: failure.reason, line: line)
@@ -218,8 +224,15 @@ package struct CSVReader: Sendable {
   // field is pure ASCII so that decoding needs no second look at it.
   private static func scan(
     _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, separator: UInt8, atEnd: Bool,
-    scratch: inout [UInt8], fieldCapacity: Int
+    scratch: inout [UInt8], fieldCapacity: Int, only: Int?
   ) throws -> Scanned? {
+    // A field `only` leaves out is checked, not decoded.
+    func field(_ bytes: UnsafeBufferPointer<UInt8>, isASCII: Bool, at column: Int) throws -> String
+    {
+      guard let only, column != only else { return try decode(bytes, isASCII: isASCII) }
+      guard isASCII || isValidUTF8(bytes) else { throw ScanFailure(reason: .invalidUTF8) }
+      return ""
+    }
     var fields: [String] = []
     fields.reserveCapacity(fieldCapacity)
     var index = start
@@ -257,8 +270,11 @@ package struct CSVReader: Sendable {
           scratch.append(byte)
           cursor += 1
         }
+        let column = fields.count
         fields.append(
-          try scratch.withUnsafeBufferPointer { try decode($0, isASCII: high < 0x80) })
+          try scratch.withUnsafeBufferPointer {
+            try field($0, isASCII: high < 0x80, at: column)
+          })
         index = cursor + 1
         if index < end {
           let byte = bytes[index]
@@ -283,7 +299,9 @@ package struct CSVReader: Sendable {
         }
         if cursor >= end && !atEnd { return nil }
         fields.append(
-          try decode(UnsafeBufferPointer(rebasing: bytes[index..<cursor]), isASCII: high < 0x80))
+          try field(
+            UnsafeBufferPointer(rebasing: bytes[index..<cursor]), isASCII: high < 0x80,
+            at: fields.count))
         index = cursor
         if index < end && bytes[index] == separator {
           index += 1

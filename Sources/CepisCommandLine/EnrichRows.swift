@@ -31,7 +31,10 @@ struct EnrichRow: Sendable {
 final class EnrichReader: @unchecked Sendable {
   let input: InputFile
   /// The index of the CEP column (set once the header is read).
-  var column = 0
+  var column = 0 {
+    // Only the CEP's column becomes a `String`: the row is copied through as its raw bytes.
+    didSet { reader.onlyField = column }
+  }
   /// Bytes of the input consumed so far.
   private(set) var bytesRead = 0
   /// Distinct valid CEPs in the rows answered so far (see ``noteOpenedAsk(_:)``).

@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import Foundation
 import Testing
 
@@ -108,5 +109,68 @@ struct BatchAnswerTests {
     #expect(found[0]?.logradouro == "Praça da Sé")
     #expect(found[1]?.uf == "RJ")
     #expect(found[2] == nil)
+  }
+
+  /// Every record of `bytes` (fed in two parts, split at `split`), or the error that ended
+  /// the reading, with `onlyField` set once the first record (the header) is read.
+  static func read(_ bytes: [UInt8], split: Int, onlyField: Int?) -> ([CSVRecord], CSVError?) {
+    var reader = CSVReader(keepRawBytes: true)
+    var records: [CSVRecord] = []
+    do {
+      for part in [bytes[..<split], bytes[split...]] {
+        reader.append(part)
+        if part.endIndex == bytes.endIndex { reader.finish() }
+        while let record = try reader.next() {
+          records.append(record)
+          if records.count == 1 { reader.onlyField = onlyField }
+        }
+      }
+    } catch let error as CSVError {
+      return (records, error)
+    } catch {
+      Issue.record("not a CSVError: \(error)")
+    }
+    return (records, nil)
+  }
+
+  @Test(
+    "onlyField: the same records, bytes, lines and errors; its field decoded, the others empty",
+    arguments: [0, 1, 2, 5])
+  func onlyFieldChangesNothingButTheOtherFields(only: Int) {
+    var random = SplitMix64(state: 0x0417_F1E1 &+ UInt64(only))
+    let pieces: [[UInt8]] = [
+      Array("a".utf8), Array("01001-000".utf8), Array("São Paulo".utf8), [0x2C], [0x2C],
+      [0x22], [0x22, 0x22], [0x0A], [0x0D, 0x0A], [0x0D], Array(" x ".utf8),
+      [0xE2, 0x82, 0xAC], Array("longer than fifteen bytes".utf8),
+    ]
+    // Bytes that are not UTF-8 on their own, drawn less often.
+    let invalid: [[UInt8]] = [[0xC3], [0xFF], [0xED, 0xA0, 0x80]]
+    var compared = 0
+    var refused = 0
+    for _ in 0..<2_000 {
+      var bytes = Array("id,nome,cep,obs\n".utf8)
+      for _ in 0..<Int(random.next() % 40) {
+        bytes +=
+          random.next() % 32 == 0
+          ? invalid[Int(random.next() % UInt64(invalid.count))]
+          : pieces[Int(random.next() % UInt64(pieces.count))]
+      }
+      let split = Int(random.next() % UInt64(bytes.count + 1))
+      let (full, fullError) = Self.read(bytes, split: split, onlyField: nil)
+      let (some, someError) = Self.read(bytes, split: split, onlyField: only)
+      #expect(someError == fullError)
+      #expect(some.count == full.count)
+      if fullError != nil { refused += 1 }
+      for (index, (got, expected)) in zip(some, full).enumerated() {
+        var kept = expected
+        if index > 0 {
+          kept.fields = expected.fields.indices.map { $0 == only ? expected.fields[$0] : "" }
+        }
+        #expect(got == kept)
+        compared += 1
+      }
+    }
+    // The sequence must reach both outcomes: records compared, and inputs refused.
+    #expect(compared > 5_000 && refused > 500)
   }
 }
