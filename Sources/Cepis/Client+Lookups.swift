@@ -152,7 +152,17 @@ extension Client {
     _ rows: Rows, cep: @escaping @Sendable (Rows.Element) -> String,
     options: BulkOptions = BulkOptions()
   ) -> LookupStream<Rows> where Rows.Element: Sendable {
-    LookupStream(client: self, rows: rows, cep: cep, options: options)
+    LookupStream(client: self, rows: rows, key: .text(cep), options: options)
+  }
+
+  /// ``lookups(_:cep:options:)`` for rows whose CEP the caller holds as a number already
+  /// (`nil`: the row has none, and fails as an empty CEP does): no string per row to build
+  /// and parse again. The command line's `enrich`, whose reader parses each row's CEP.
+  package func lookups<Rows: AsyncSequence & Sendable>(
+    _ rows: Rows, cepNumber: @escaping @Sendable (Rows.Element) -> Int?,
+    options: BulkOptions = BulkOptions()
+  ) -> LookupStream<Rows> where Rows.Element: Sendable {
+    LookupStream(client: self, rows: rows, key: .number(cepNumber), options: options)
   }
 
   /// Looks up every CEP of `ceps` through the batch endpoint, as a stream of answers in the
@@ -168,7 +178,7 @@ extension Client {
   public func lookups<CEPs: Sequence & Sendable>(
     _ ceps: CEPs, options: BulkOptions = BulkOptions()
   ) -> LookupStream<AsyncRows<CEPs>> where CEPs.Element == String {
-    LookupStream(client: self, rows: AsyncRows(ceps), cep: { $0 }, options: options)
+    LookupStream(client: self, rows: AsyncRows(ceps), key: .text({ $0 }), options: options)
   }
 }
 
@@ -181,7 +191,7 @@ extension Client {
   public func lookups<CEPs: AsyncSequence & Sendable>(
     _ ceps: CEPs, options: BulkOptions = BulkOptions()
   ) -> LookupStream<CEPs> where CEPs.Element == String {
-    LookupStream(client: self, rows: ceps, cep: { $0 }, options: options)
+    LookupStream(client: self, rows: ceps, key: .text({ $0 }), options: options)
   }
 }
 
@@ -233,12 +243,12 @@ where Rows.Element: Sendable {
 
   let client: Client
   let rows: Rows
-  let cep: @Sendable (Rows.Element) -> String
+  let key: CEPKey<Rows.Element>
   let options: BulkOptions
 
   /// Starts reading `rows`; requests go out as the iterator is advanced.
   public func makeAsyncIterator() -> Iterator {
-    Iterator(engine: LookupEngine(client: client, rows: rows, cep: cep, options: options))
+    Iterator(engine: LookupEngine(client: client, rows: rows, key: key, options: options))
   }
 
   /// The iterator of a ``LookupStream``. Dropping it (leaving the loop) cancels the requests

@@ -127,18 +127,38 @@ final class LookupAsks {
   @usableFromInline
   func admit(_ text: String, behindOthers: Bool) -> Admission {
     guard let number = cepNumber(ofField: text) else {
-      let error: CepisError
-      do {
-        _ = try normalizeCEP(text)
-        error = .invalidCEP("invalid CEP")
-      } catch let invalid as CepisError {
-        error = invalid
-      } catch {
-        // normalizeCEP throws CepisError only.
-        preconditionFailure("normalizeCEP threw \(error)")
-      }
-      return known(LookupResult(failure: error), behindOthers: behindOthers)
+      return malformed(text, behindOthers: behindOthers)
     }
+    return admit(valid: number, behindOthers: behindOthers)
+  }
+
+  /// ``admit(_:behindOthers:)`` for a row whose CEP the caller has as a number already (`nil`:
+  /// the row has none; it fails as an empty CEP does).
+  @usableFromInline
+  func admit(number: Int?, behindOthers: Bool) -> Admission {
+    guard let number, (0...99_999_999).contains(number) else {
+      return malformed(number.map(String.init) ?? "", behindOthers: behindOthers)
+    }
+    return admit(valid: number, behindOthers: behindOthers)
+  }
+
+  /// A row whose CEP `text` is malformed: its `invalidCEP` error, as `normalizeCEP` words it.
+  private func malformed(_ text: String, behindOthers: Bool) -> Admission {
+    let error: CepisError
+    do {
+      _ = try normalizeCEP(text)
+      error = .invalidCEP("invalid CEP")
+    } catch let invalid as CepisError {
+      error = invalid
+    } catch {
+      // normalizeCEP throws CepisError only.
+      preconditionFailure("normalizeCEP threw \(error)")
+    }
+    return known(LookupResult(failure: error), behindOthers: behindOthers)
+  }
+
+  /// A row with a well-formed CEP.
+  private func admit(valid number: Int, behindOthers: Bool) -> Admission {
     // The slot a new ask would take: the memo notes it in the same probe that finds the CEP.
     let vacant = freeSlots.last ?? Int32(slots.count)
     switch memo.state(of: number, orWaitFor: vacant) {

@@ -41,7 +41,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     }
   }
 
-  @usableFromInline let cep: @Sendable (Row) -> String
+  @usableFromInline let key: CEPKey<Row>
   @usableFromInline let readAhead: Int
   // Unchecked exclusivity, as for the rows held below: `input` is accessed across the await
   // of every row's `next`, which otherwise costs a dynamic access record per row.
@@ -65,10 +65,10 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   /// An engine over `rows`; `expectedCEPs` (when the caller knows it) sets memo room aside.
   @usableFromInline
   init(
-    client: Client, rows: Rows, cep: @escaping @Sendable (Row) -> String, options: BulkOptions,
+    client: Client, rows: Rows, key: CEPKey<Row>, options: BulkOptions,
     expectedCEPs: Int = 0, editionCheck: LookupAsks.EditionCheck = .refresh
   ) {
-    self.cep = cep
+    self.key = key
     self.readAhead = options.readAhead
     self.input = rows.makeAsyncIterator()
     self.asks = LookupAsks(
@@ -97,7 +97,13 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       if !inputDone && held.count - heldHead < readAhead {
         do {
           if let row = try await input.next(isolation: actor) {
-            switch asks.admit(cep(row), behindOthers: heldHead < held.count) {
+            let admission =
+              switch key {
+              case .text(let cep): asks.admit(cep(row), behindOthers: heldHead < held.count)
+              case .number(let cep):
+                asks.admit(number: cep(row), behindOthers: heldHead < held.count)
+              }
+            switch admission {
             case .answered(let result): return LookupAnswer(row: row, stored: result)
             case .held(let slot): held.append(Held(row: row, slot: slot, openedAsk: false))
             case .asked(let slot): held.append(Held(row: row, slot: slot, openedAsk: true))
@@ -160,4 +166,14 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     guard let row else { preconditionFailure("a held row was answered twice") }
     return LookupAnswer(row: row, stored: result, openedAsk: openedAsk)
   }
+}
+
+/// How a ``LookupEngine`` finds a row's CEP: as text (the public API's), or as a number the
+/// caller has already (`nil`: none; the command line's rows, parsed as they are read).
+@usableFromInline
+enum CEPKey<Row>: Sendable {
+  /// The CEP as the row spells it (masked or not; malformed ones fail their row).
+  case text(@Sendable (Row) -> String)
+  /// The CEP's number, or `nil` when the row has none.
+  case number(@Sendable (Row) -> Int?)
 }

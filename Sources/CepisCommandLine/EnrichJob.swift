@@ -182,7 +182,7 @@ final class EnrichJob: @unchecked Sendable {
   private func writeRows() async -> Ending {
     guard let sink, let progress else { return .finished }
     let stream = client.lookups(
-      PulledRows(reader.nextRow), cep: EnrichRow.cepText,
+      PulledRows(reader.nextRow), cepNumber: \.cep,
       options: BulkOptions(memoCapacity: options.memo, readAhead: options.window))
     var answers = stream.makeAsyncIterator()
     defer { statistics = answers.statistics }

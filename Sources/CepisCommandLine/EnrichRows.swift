@@ -15,9 +15,6 @@ struct EnrichRow: Sendable {
   var cep: Int?
   /// An empty line: written back as it is, with nothing appended.
   var isBlank: Bool
-
-  /// The CEP the stream looks up: its 8 digits, or an empty string (malformed: never sent).
-  static let cepText: @Sendable (EnrichRow) -> String = { row in row.cep.map(cepString) ?? "" }
 }
 
 /// The input of one `enrich` run: the file, its CSV reader and what the summary and the
