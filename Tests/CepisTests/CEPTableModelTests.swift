@@ -17,8 +17,6 @@ struct CEPTableModelTests {
   static let operations =
     ProcessInfo.processInfo.environment["CEPIS_CEP_TABLE_OPS"].flatMap(Int.init) ?? 1_000_000
 
-  static let queue = DispatchQueue(label: "cepis.tests.cep-table", qos: .utility)
-
   enum Keys: String, CaseIterable, CustomStringConvertible, Sendable {
     case small
     case wholeTowns
@@ -51,9 +49,7 @@ struct CEPTableModelTests {
   @Test(arguments: Keys.allCases)
   func agreesWithDictionary(keys: Keys) async {
     // Seconds of synchronous work: off the cooperative pool, at a low priority.
-    let failure = await withCheckedContinuation { continuation in
-      Self.queue.async { continuation.resume(returning: Self.check(keys)) }
-    }
+    let failure = await runOffThePool { Self.check(keys) }
     #expect(failure == nil)
   }
 

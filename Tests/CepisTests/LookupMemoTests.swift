@@ -15,8 +15,6 @@ struct LookupMemoTests {
   static let operations =
     ProcessInfo.processInfo.environment["CEPIS_LOOKUP_MEMO_OPS"].flatMap(Int.init) ?? 50_000
 
-  static let queue = DispatchQueue(label: "cepis.tests.lookup-memo", qos: .utility)
-
   struct Reference {
     let capacity: Int
     var answers: [Int: Address?] = [:]
@@ -62,9 +60,7 @@ struct LookupMemoTests {
   func agreesWithTheReferenceAtEveryStep(capacity: Int) async {
     // Seconds of synchronous work: off the cooperative pool (where it would hold up every
     // other test's async code), one capacity at a time, at a low priority.
-    let failure = await withCheckedContinuation { continuation in
-      Self.queue.async { continuation.resume(returning: Self.check(capacity: capacity)) }
-    }
+    let failure = await runOffThePool { Self.check(capacity: capacity) }
     #expect(failure == nil)
   }
 
