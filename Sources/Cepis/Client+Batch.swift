@@ -88,8 +88,8 @@ extension Client {
     }
   }
 
-  /// `/csv?ceps=` and the chunk's CEPs, 8 digits each, comma-separated: written digit by
-  /// digit into the string's own buffer.
+  /// `/csv?ceps=` and the chunk's CEPs, 8 digits each, comma-separated, written straight
+  /// into the string's own buffer.
   static func batchPath(_ numbers: [Int]) -> String {
     let prefix = "/csv?ceps="
     let capacity = prefix.utf8.count + 9 * numbers.count
@@ -105,11 +105,7 @@ extension Client {
           buffer[at] = UInt8(ascii: ",")
           at += 1
         }
-        var rest = number
-        for digit in stride(from: at + 7, through: at, by: -1) {
-          buffer[digit] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-          rest /= 10
-        }
+        writeCEPDigits(number, to: buffer, at: at)
         at += 8
       }
       return at
@@ -192,11 +188,6 @@ extension Client {
 
 /// Where each field is in a `/csv` answer, taken from its header (servers may reorder).
 struct BatchColumns {
-  /// The column names read, as matched.
-  private static let names: Set<String> = [
-    "cep", "logradouro", "complemento", "bairro", "localidade", "uf", "ibge",
-  ]
-
   var cep: Int?
   var logradouro: Int?
   var complemento: Int?
@@ -206,21 +197,26 @@ struct BatchColumns {
   var ibge: Int?
 
   init(header: [String]) {
-    for (index, raw) in header.enumerated() {
+    for (index, raw) in header.enumerated() where !take(raw, at: index) {
       // cep.is writes the names as they are matched: only another spelling pays for
-      // trimming and lowering (Foundation's, microseconds a column, on every chunk).
-      let name =
-        Self.names.contains(raw) ? raw : raw.trimmingCharacters(in: .whitespaces).lowercased()
-      switch name {
-      case "cep": cep = cep ?? index
-      case "logradouro": logradouro = logradouro ?? index
-      case "complemento": complemento = complemento ?? index
-      case "bairro": bairro = bairro ?? index
-      case "localidade": localidade = localidade ?? index
-      case "uf": uf = uf ?? index
-      case "ibge": ibge = ibge ?? index
-      default: continue
-      }
+      // Foundation's trimming and lowering (microseconds a column, on every chunk).
+      take(raw.trimmingCharacters(in: .whitespaces).lowercased(), at: index)
     }
+  }
+
+  /// Notes `index` as the column `name` (the first such column wins); whether `name` is one.
+  @discardableResult
+  private mutating func take(_ name: String, at index: Int) -> Bool {
+    switch name {
+    case "cep": cep = cep ?? index
+    case "logradouro": logradouro = logradouro ?? index
+    case "complemento": complemento = complemento ?? index
+    case "bairro": bairro = bairro ?? index
+    case "localidade": localidade = localidade ?? index
+    case "uf": uf = uf ?? index
+    case "ibge": ibge = ibge ?? index
+    default: return false
+    }
+    return true
   }
 }

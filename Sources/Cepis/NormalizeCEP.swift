@@ -80,15 +80,20 @@ package func cepNumber(ofField text: String) -> Int? {
 
 /// The 8-digit string of a CEP number (`1001000` → `"01001000"`).
 package func cepString(_ number: Int) -> String {
-  var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0)
-  var rest = number
-  withUnsafeMutableBytes(of: &digits) { buffer in
-    for index in stride(from: 7, through: 0, by: -1) {
-      buffer[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-      rest /= 10
-    }
+  String(unsafeUninitializedCapacity: 8) { buffer in
+    writeCEPDigits(number, to: buffer, at: 0)
+    return 8
   }
-  return withUnsafeBytes(of: &digits) { String(decoding: $0, as: UTF8.self) }
+}
+
+/// Writes the 8 digits of a CEP number into `buffer` at `offset` (`1001000` → `01001000`):
+/// ``cepString(_:)`` and a batch request's path (`Client.batchPath`).
+func writeCEPDigits(_ number: Int, to buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+  var rest = number
+  for index in stride(from: offset + 7, through: offset, by: -1) {
+    buffer[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+    rest /= 10
+  }
 }
 
 /// The masked form people write, `NNNNN-NNN`, of an 8-digit CEP; anything else unchanged.
