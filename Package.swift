@@ -81,12 +81,14 @@ let package = Package(
       name: "CepisCacheStress", dependencies: ["Cepis"], path: "Tests/CepisCacheStress"),
     // Not a product: what several test targets share (child processes started without
     // Foundation's `Process`, whose Linux `run()` can crash a test process with many
-    // descriptors open).
-    .target(name: "CepisTestSupport", path: "Tests/CepisTestSupport"),
+    // descriptors open; the transports a test parameterised over transports runs over).
+    .target(name: "CepisTestSupport", dependencies: ["CepisHTTP"], path: "Tests/CepisTestSupport"),
     // The transport conformance suite runs against CepisMock over real sockets.
     .testTarget(
       name: "CepisHTTPTests",
-      dependencies: ["CepisHTTP", "CepisMock", "CepisSupport", asyncHTTPClient]),
+      dependencies: [
+        "CepisHTTP", "CepisMock", "CepisSupport", "CepisTestSupport", asyncHTTPClient,
+      ]),
     .testTarget(
       name: "CepisTests",
       dependencies: [
@@ -96,11 +98,14 @@ let package = Package(
     .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),
     .testTarget(
       name: "CPFHubTests",
-      dependencies: ["CPFHub", "CepisMock", "BrazilianDocuments", asyncHTTPClient]),
+      dependencies: [
+        "CPFHub", "CepisMock", "BrazilianDocuments", "CepisTestSupport", asyncHTTPClient,
+      ]),
     .testTarget(
       name: "CepisUITests",
       dependencies: [
         "CepisUI", "Cepis", "CPFHub", "BrazilianDocuments", "CepisMock", "CepisSupport",
+        "CepisTestSupport",
       ]),
     .testTarget(
       name: "CepisMockTests", dependencies: ["CepisMock", "BrazilianDocuments", "CepisSupport"]),
@@ -108,7 +113,8 @@ let package = Package(
     // MemberImportVisibility (SE-0444) on, it also proves that `import Cepis` and `import CPFHub`
     // alone reach every member of the shared `Transport` and `RetryBudget`.
     .testTarget(
-      name: "BothClientsTests", dependencies: ["Cepis", "CPFHub", "CepisMock"],
+      name: "BothClientsTests",
+      dependencies: ["Cepis", "CPFHub", "CepisMock", "CepisTestSupport"],
       swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
     .testTarget(
       name: "CepisCLITests",

@@ -1,6 +1,7 @@
 import CPFHub
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -48,7 +49,7 @@ struct SharedTransportTests {
   /// the same kind open two.
   @Test(
     "one transport value is one connection pool for both clients",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func oneConnectionPool(kind: Transport.Kind) async throws {
     try await MockServer.withServer(.init(cpfAPIKeys: [key])) { server in
       let person = try #require(server.dataset.people.first)
@@ -88,7 +89,7 @@ struct SharedTransportTests {
   /// share its connections.
   @Test(
     "every default AsyncHTTPClient transport is one process-wide client",
-    arguments: Transport.availableKinds.filter { $0 == .asyncHTTPClient })
+    arguments: testedTransportKinds.filter { $0 == .asyncHTTPClient })
   func processWideClient(kind: Transport.Kind) async throws {
     try await MockServer.withServer(.init(cpfAPIKeys: [key])) { server in
       let person = try #require(server.dataset.people.first)

@@ -1,12 +1,13 @@
 import BrazilianDocuments
 import CPFHub
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
 @Suite("CPFClient against CepisMock", .serialized)
 struct EndToEndTests {
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func theNamedTransportIsOnTheWire(transport: Transport.Kind) async throws {
     try await withServer { server in
       let client = makeClient(server, transport)
@@ -16,7 +17,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func theKeyNeverFollowsARedirectToAnotherOrigin(transport: Transport.Kind) async throws {
     try await withServer { server in
       let person = knownPerson(server)
@@ -42,7 +43,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func validCPFReturnsThePerson(
+  @Test(arguments: testedTransportKinds) func validCPFReturnsThePerson(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -69,7 +70,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func formattedInputIsSentAsDigits(
+  @Test(arguments: testedTransportKinds) func formattedInputIsSentAsDigits(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -81,7 +82,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func v1PathPrefix(transport: Transport.Kind)
+  @Test(arguments: testedTransportKinds) func v1PathPrefix(transport: Transport.Kind)
     async throws
   {
     try await withServer { server in
@@ -93,7 +94,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func wrongCheckDigitsFailLocallyWithZeroRequests(transport: Transport.Kind) async throws {
     try await withServer { server in
       let digits = wrongCheckDigit(knownPerson(server).cpf)
@@ -108,7 +109,7 @@ struct EndToEndTests {
   }
 
   @Test(
-    arguments: Transport.availableKinds,
+    arguments: testedTransportKinds,
     ["", "123", "123456789012", "abc.def.ghi-jk", "111.111.111-11"])
   func malformedCPFsFailLocallyWithZeroRequests(transport: Transport.Kind, _ input: String)
     async throws
@@ -125,7 +126,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func missingKeyFailsWithZeroRequests(
+  @Test(arguments: testedTransportKinds) func missingKeyFailsWithZeroRequests(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -141,7 +142,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func keyFallsBackToTheEnvironment(
+  @Test(arguments: testedTransportKinds) func keyFallsBackToTheEnvironment(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -155,7 +156,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func explicitKeyWinsOverTheEnvironment(
+  @Test(arguments: testedTransportKinds) func explicitKeyWinsOverTheEnvironment(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -166,7 +167,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func wrongKeyIsUnauthorizedAndNotRetried(
+  @Test(arguments: testedTransportKinds) func wrongKeyIsUnauthorizedAndNotRetried(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -178,7 +179,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func forbiddenIsUnauthorized(
+  @Test(arguments: testedTransportKinds) func forbiddenIsUnauthorized(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -191,7 +192,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func unknownCPFIsNotFound(transport: Transport.Kind)
+  @Test(arguments: testedTransportKinds) func unknownCPFIsNotFound(transport: Transport.Kind)
     async throws
   {
     try await withServer { server in
@@ -205,7 +206,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func successFalseIsNotFound(
+  @Test(arguments: testedTransportKinds) func successFalseIsNotFound(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -220,7 +221,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func apiRejectionIsInvalidCPF(
+  @Test(arguments: testedTransportKinds) func apiRejectionIsInvalidCPF(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -233,7 +234,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func rateLimitedThenSuccess(
+  @Test(arguments: testedTransportKinds) func rateLimitedThenSuccess(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -245,7 +246,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func retryAfterIsHonoured(transport: Transport.Kind)
+  @Test(arguments: testedTransportKinds) func retryAfterIsHonoured(transport: Transport.Kind)
     async throws
   {
     try await withServer { server in
@@ -259,7 +260,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func rateLimitedExhausted(transport: Transport.Kind)
+  @Test(arguments: testedTransportKinds) func rateLimitedExhausted(transport: Transport.Kind)
     async throws
   {
     try await withServer { server in
@@ -273,7 +274,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func serviceUnavailableExhausted(
+  @Test(arguments: testedTransportKinds) func serviceUnavailableExhausted(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -287,7 +288,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func serverErrorThenSuccess(
+  @Test(arguments: testedTransportKinds) func serverErrorThenSuccess(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -299,7 +300,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func slowHeadersTimeOut(transport: Transport.Kind)
+  @Test(arguments: testedTransportKinds) func slowHeadersTimeOut(transport: Transport.Kind)
     async throws
   {
     try await withServer { server in
@@ -318,7 +319,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func totalTimeoutIsEnforced(
+  @Test(arguments: testedTransportKinds) func totalTimeoutIsEnforced(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -334,7 +335,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func connectionResetIsANetworkErrorAfterRetries(transport: Transport.Kind) async throws {
     try await withServer { server in
       server.script(.cpf, Array(repeating: .resetBeforeHeaders, count: 3))
@@ -349,7 +350,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func connectionRefusedIsANetworkError(
+  @Test(arguments: testedTransportKinds) func connectionRefusedIsANetworkError(
     transport: Transport.Kind
   ) async throws {
     // Port 1 (tcpmux) has no listener: a stopped mock's port could be reused at once by a
@@ -365,7 +366,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func htmlPageIsAnInvalidResponse(
+  @Test(arguments: testedTransportKinds) func htmlPageIsAnInvalidResponse(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -382,7 +383,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func wrongShapeJSONIsAnInvalidResponse(
+  @Test(arguments: testedTransportKinds) func wrongShapeJSONIsAnInvalidResponse(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -397,7 +398,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func answerForAnotherCPFIsAnInvalidResponse(
+  @Test(arguments: testedTransportKinds) func answerForAnotherCPFIsAnInvalidResponse(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -413,7 +414,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func oversizedBodyIsAnInvalidResponse(
+  @Test(arguments: testedTransportKinds) func oversizedBodyIsAnInvalidResponse(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -430,7 +431,7 @@ struct EndToEndTests {
   }
 
   @Test(
-    arguments: Transport.availableKinds,
+    arguments: testedTransportKinds,
     [
       "http://example.com", "http://0.0.0.0", "ftp://127.0.0.1", "http://10.0.0.1",
       "http://127.0.0.1.example.com", "http://[::2]", "http://localhost.example.com",
@@ -451,7 +452,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func loopbackNamesAreAllowedOverHTTP(
+  @Test(arguments: testedTransportKinds) func loopbackNamesAreAllowedOverHTTP(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in
@@ -462,7 +463,7 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func cancellationEndsTheCallPromptly(
+  @Test(arguments: testedTransportKinds) func cancellationEndsTheCallPromptly(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in

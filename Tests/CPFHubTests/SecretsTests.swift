@@ -1,6 +1,7 @@
 import BrazilianDocuments
 import CPFHub
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -46,7 +47,7 @@ struct SecretsTests {
     return errors
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func noErrorRevealsTheKeyTheCPFOrThePerson(transport: Transport.Kind) async throws {
     try await withServer { server in
       let person = knownPerson(server)
@@ -70,7 +71,7 @@ struct SecretsTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds) func theClientNeverPrintsItsKey(
+  @Test(arguments: testedTransportKinds) func theClientNeverPrintsItsKey(
     transport: Transport.Kind
   ) {
     let client = makeClient(nil, transport, userAgent: "my-app/1.0")
@@ -89,7 +90,7 @@ struct SecretsTests {
     #expect(makeClient(nil, transport, apiKey: nil).description.contains("apiKey: <none>"))
   }
 
-  @Test(arguments: Transport.availableKinds) func theKeyTravelsOnlyInItsHeader(
+  @Test(arguments: testedTransportKinds) func theKeyTravelsOnlyInItsHeader(
     transport: Transport.Kind
   ) async throws {
     try await withServer { server in

@@ -1,4 +1,5 @@
 import CPFHub
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 /// nothing else.
 @Suite("Transport.make(_:proxy:) from CPFHub")
 struct TransportProxyTests {
-  @Test("an http:// proxy gives the transport named", arguments: Transport.availableKinds)
+  @Test("an http:// proxy gives the transport named", arguments: testedTransportKinds)
   func httpProxy(kind: Transport.Kind) throws {
     let proxy = try #require(URL(string: "http://proxy.corp:3128"))
     #expect(Transport.make(kind, proxy: proxy)?.kind == kind)

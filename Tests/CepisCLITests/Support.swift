@@ -124,8 +124,9 @@ enum CLI {
   }
 }
 
-/// Every transport the `cepis` binary of this build has: network tests run once over each.
-let cliTransports = Transport.availableKinds
+/// Every transport the `cepis` binary of this build has (or those `CEPIS_TEST_TRANSPORTS`
+/// names): network tests run once over each.
+let cliTransports = testedTransportKinds
 
 /// A started `cepis` process.
 struct Running {

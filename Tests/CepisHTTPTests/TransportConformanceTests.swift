@@ -1,5 +1,6 @@
 import CepisMock
 import CepisSupport
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -25,7 +26,7 @@ struct TransportConformanceTests {
   // MARK: Deadlines and cancellation
 
   @Test(
-    "the attempt deadline ends a slow answer near the deadline", arguments: Transport.availableKinds
+    "the attempt deadline ends a slow answer near the deadline", arguments: testedTransportKinds
   )
   func attemptDeadline(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
@@ -42,7 +43,7 @@ struct TransportConformanceTests {
     }
   }
 
-  @Test("the total deadline ends the call, retries included", arguments: Transport.availableKinds)
+  @Test("the total deadline ends the call, retries included", arguments: testedTransportKinds)
   func totalDeadline(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       server.setMode(.cep, [.delayHeaders(10)])
@@ -57,7 +58,7 @@ struct TransportConformanceTests {
     }
   }
 
-  @Test("cancelling the task ends the attempt at once", arguments: Transport.availableKinds)
+  @Test("cancelling the task ends the attempt at once", arguments: testedTransportKinds)
   func cancellation(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       server.script(.cep, [.delayHeaders(10)])
@@ -75,7 +76,7 @@ struct TransportConformanceTests {
 
   @Test(
     "a declared Content-Length over the cap is refused before the body",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func declaredBodyCap(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       // Dribbled a byte every 50 ms, reading up to the cap would take about an hour.
@@ -90,7 +91,7 @@ struct TransportConformanceTests {
     }
   }
 
-  @Test("a chunked body that grows past the cap is cut off", arguments: Transport.availableKinds)
+  @Test("a chunked body that grows past the cap is cut off", arguments: testedTransportKinds)
   func streamedBodyCap(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       server.script(.cep, [.endlessChunked])
@@ -105,7 +106,7 @@ struct TransportConformanceTests {
 
   @Test(
     "a body cut short of its Content-Length, or a reset after the head, is a network failure",
-    arguments: Transport.availableKinds, [MockFault.truncatedBody, .resetAfterHeaders])
+    arguments: testedTransportKinds, [MockFault.truncatedBody, .resetAfterHeaders])
   func framing(kind: Transport.Kind, fault: MockFault) async throws {
     try await MockServer.withServer { server in
       server.script(.cep, [fault])
@@ -121,7 +122,7 @@ struct TransportConformanceTests {
 
   // MARK: Redirects
 
-  @Test("same-origin redirects are followed, at most five", arguments: Transport.availableKinds)
+  @Test("same-origin redirects are followed, at most five", arguments: testedTransportKinds)
   func sameOriginRedirects(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       let executor = try makeExecutor(kind, attemptTimeout: 5)
@@ -139,7 +140,7 @@ struct TransportConformanceTests {
     }
   }
 
-  @Test("a redirect loop ends at once", arguments: Transport.availableKinds)
+  @Test("a redirect loop ends at once", arguments: testedTransportKinds)
   func redirectLoop(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       server.script(.cep, [.redirect(status: 301, location: "/01001000")])
@@ -150,7 +151,7 @@ struct TransportConformanceTests {
     }
   }
 
-  @Test("a redirect to another origin comes back unfollowed", arguments: Transport.availableKinds)
+  @Test("a redirect to another origin comes back unfollowed", arguments: testedTransportKinds)
   func crossOriginRedirect(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       let port = try #require(server.baseURL.port)
@@ -164,7 +165,7 @@ struct TransportConformanceTests {
 
   // MARK: Connection failures
 
-  @Test("a refused connection is 'connection refused'", arguments: Transport.availableKinds)
+  @Test("a refused connection is 'connection refused'", arguments: testedTransportKinds)
   func connectionRefused(kind: Transport.Kind) async throws {
     // A port that was just listening and is closed now.
     let server = try await MockServer.start()
@@ -178,7 +179,7 @@ struct TransportConformanceTests {
     #expect(elapsed < 3, "took \(elapsed) s")
   }
 
-  @Test("an unknown host is 'host not found'", arguments: Transport.availableKinds)
+  @Test("an unknown host is 'host not found'", arguments: testedTransportKinds)
   func unknownHost(kind: Transport.Kind) async throws {
     // `.invalid` is reserved (RFC 2606): no resolver answers it, online or not.
     let url = try #require(URL(string: "http://cepis-conformance.invalid/01001000"))
@@ -191,7 +192,7 @@ struct TransportConformanceTests {
 
   @Test(
     "TLS to a server that speaks plain HTTP is 'TLS handshake failed'",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func tlsFailure(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       let port = try #require(server.baseURL.port)
@@ -207,7 +208,7 @@ struct TransportConformanceTests {
 
   // MARK: Proxies
 
-  @Test("http goes through the proxy", arguments: Transport.availableKinds)
+  @Test("http goes through the proxy", arguments: testedTransportKinds)
   func httpThroughProxy(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       let proxy = try ForwardProxy(upstreamPort: try #require(server.baseURL.port))
@@ -232,7 +233,7 @@ struct TransportConformanceTests {
     }
   }
 
-  @Test("https asks the proxy for a CONNECT tunnel", arguments: Transport.availableKinds)
+  @Test("https asks the proxy for a CONNECT tunnel", arguments: testedTransportKinds)
   func httpsThroughProxy(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       let proxy = try ForwardProxy(upstreamPort: try #require(server.baseURL.port))
@@ -259,7 +260,7 @@ struct TransportConformanceTests {
   }
 
   @Test(
-    "no_proxy hosts go direct, the others through the proxy", arguments: Transport.availableKinds)
+    "no_proxy hosts go direct, the others through the proxy", arguments: testedTransportKinds)
   func noProxyGoesDirect(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       let port = try #require(server.baseURL.port)

@@ -1,4 +1,5 @@
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -11,7 +12,7 @@ struct AddressCacheTests {
 
   @Test(
     "a fresh entry answers with no request; the file shares entries and the edition check",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func freshHitCostsNoRequest(transport: Transport.Kind, kind: CacheKind) async throws {
     let clock = ManualClock()
     try await withCachedClient(kind, transport, clock: clock) { server, cache, client, folder in
@@ -40,7 +41,7 @@ struct AddressCacheTests {
 
   @Test(
     "concurrent first lookups share one /health, however their checks interleave",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func concurrentFirstLookupsShareOneHealth(transport: Transport.Kind, kind: CacheKind)
     async throws
   {
@@ -64,7 +65,7 @@ struct AddressCacheTests {
 
   @Test(
     "/health is asked at most once per interval; a new edition makes entries not fresh",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func editionChange(transport: Transport.Kind, kind: CacheKind) async throws {
     let clock = ManualClock()
     try await withCachedClient(kind, transport, clock: clock) { server, cache, client, _ in
@@ -88,7 +89,7 @@ struct AddressCacheTests {
   }
 
   @Test(
-    "\"does not exist\" is kept per edition", arguments: Transport.availableKinds,
+    "\"does not exist\" is kept per edition", arguments: testedTransportKinds,
     CacheKind.allCases)
   func notFoundPerEdition(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withTemporaryFolder { folder in
@@ -114,7 +115,7 @@ struct AddressCacheTests {
 
   @Test(
     "an older edition is served, marked, only when cep.is and every fallback fail; fallback answers are not kept",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func staleOnlyWhenEverythingFails(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withTemporaryFolder { folder in
       try await withMockServer { server in
@@ -160,7 +161,7 @@ struct AddressCacheTests {
 
   @Test(
     "a batch entry (no geo) does not answer lookup, which keeps geo; a batch answer never downgrades a single one",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func lookupKeepsGeo(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withCachedClient(kind, transport) { server, cache, client, _ in
       let edition = try #require(await cache.refreshEdition(using: client))
@@ -181,7 +182,7 @@ struct AddressCacheTests {
 
   @Test(
     "when /health fails, the last edition seen is used; with none ever seen, nothing is fresh",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func healthFailure(transport: Transport.Kind) async throws {
     let clock = ManualClock()
     try await withCachedClient(.file, transport, clock: clock) { server, cache, client, folder in
@@ -205,7 +206,7 @@ struct AddressCacheTests {
 
   @Test(
     "a file cache's memory front: its hits count as use in the file, clear() forgets it",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func memoryFront(transport: Transport.Kind) async throws {
     let clock = ManualClock()
     try await withCachedClient(.file, transport, clock: clock) { server, cache, client, folder in

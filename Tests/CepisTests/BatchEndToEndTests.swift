@@ -1,4 +1,5 @@
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -25,7 +26,7 @@ struct BatchEndToEndTests {
 
   @Test(
     "rows are matched by CEP whatever the server does to them",
-    arguments: Transport.availableKinds,
+    arguments: testedTransportKinds,
     [
       [MockFault.normal], [.csvReordered], [.csvOmitMissing], [.csvDuplicatedRows],
       [.csvMaskedCEPs], [.csvColumnsShuffled], [.csvBOM], [.csvExtraRows], [.csvCRLF],
@@ -44,7 +45,7 @@ struct BatchEndToEndTests {
 
   @Test(
     "duplicates are sent once, malformed CEPs never, in ⌈distinct / 500⌉ requests",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func minimalRequests(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       var inputs: [String] = []
@@ -70,7 +71,7 @@ struct BatchEndToEndTests {
 
   @Test(
     "spellings of one CEP are one CEP, sent in first-seen order; malformed ones get nil",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func spellings(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let inputs = ["01001-000", "bad", "01001000", "20040-002", " 01001000 ", ""]
@@ -82,7 +83,7 @@ struct BatchEndToEndTests {
     }
   }
 
-  @Test("a batch the server refuses (400) throws invalidCEP", arguments: Transport.availableKinds)
+  @Test("a batch the server refuses (400) throws invalidCEP", arguments: testedTransportKinds)
   func refusedBatch(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.csv, [.status(400)])
@@ -95,7 +96,7 @@ struct BatchEndToEndTests {
     }
   }
 
-  @Test("nothing valid means nothing sent", arguments: Transport.availableKinds)
+  @Test("nothing valid means nothing sent", arguments: testedTransportKinds)
   func nothingValid(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let result = try await fastClient(server, transport).lookupMany(["", "x", "123"])
@@ -106,7 +107,7 @@ struct BatchEndToEndTests {
     }
   }
 
-  @Test("a failing chunk is retried, and exhausted it throws", arguments: Transport.availableKinds)
+  @Test("a failing chunk is retried, and exhausted it throws", arguments: testedTransportKinds)
   func chunkFailure(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.csv, [.status(503), .resetBeforeHeaders])
@@ -125,7 +126,7 @@ struct BatchEndToEndTests {
 
   @Test(
     "a CSV of a million rows for a 500-CEP request ends in invalidResponse, memory bounded",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func millionRows(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.csv, [.oversizedBody(bytes: 55_000_000)])  // about a million rows
@@ -138,7 +139,7 @@ struct BatchEndToEndTests {
     }
   }
 
-  @Test("gigantic response headers end in a typed error", arguments: Transport.availableKinds)
+  @Test("gigantic response headers end in a typed error", arguments: testedTransportKinds)
   func giantHeaders(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, Array(repeating: .giantHeaders(bytes: 4 << 20), count: 3))
@@ -156,7 +157,7 @@ struct BatchEndToEndTests {
 
   @Test(
     "an HTML page or a CSV of the wrong shape is invalidResponse",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func wrongAnswers(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       for fault in [MockFault.htmlPortal, .wrongShapeJSON, .invalidUTF8] {

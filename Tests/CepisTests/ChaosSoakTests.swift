@@ -1,5 +1,6 @@
 import BrazilianDocuments
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -37,7 +38,7 @@ struct ChaosSoakTests {
 
   @Test(
     "single and batch lookups through a seeded storm: zero wrong, zero lost",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func soak(transport: Transport.Kind) async throws {
     let server = MockServer(
       configuration: .init(chaos: MockChaos(seed: 20_261_129, rate: 0.3), maxLogEntries: 1_000))

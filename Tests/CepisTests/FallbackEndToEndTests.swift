@@ -1,4 +1,5 @@
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -78,7 +79,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "cep.is answers: its address, source cepis, and no fallback is asked",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func cepisAnswers(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fallbackClient(
@@ -93,7 +94,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "cep.is ends without an answer: the first fallback answers, the second is never asked",
-    arguments: Transport.availableKinds,
+    arguments: testedTransportKinds,
     [
       MockFault.status(503), .status(500), .status(429, retryAfter: "0"), .resetBeforeHeaders,
       .truncatedBody,
@@ -111,7 +112,7 @@ struct FallbackEndToEndTests {
     }
   }
 
-  @Test("a cep.is attempt timeout leads to the fallback", arguments: Transport.availableKinds)
+  @Test("a cep.is attempt timeout leads to the fallback", arguments: testedTransportKinds)
   func timeoutIsEligible(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.delayHeaders(30)])
@@ -126,7 +127,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "fallbacks go in order, one attempt each: ViaCEP fails, BrasilAPI answers",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func order(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
@@ -152,7 +153,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "cep.is says not found: cepNotFound, and no fallback receives a request",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func neverAfterNotFound(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fallbackClient(
@@ -170,7 +171,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "a malformed CEP, a 400 and an invalid response never reach a fallback",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func neverForInvalid(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fallbackClient(
@@ -196,7 +197,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "a fallback request carries the client's User-Agent and asks for JSON",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func fallbackHeaders(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
@@ -211,7 +212,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "a fallback base URL keeps its path prefix and loses trailing slashes",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func fallbackBaseURLShapes(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
@@ -230,7 +231,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "ViaCEP's answer is mapped field by field, with no coordinates",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func viaCEPShape(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
@@ -245,7 +246,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "BrasilAPI's answer is mapped, its string coordinates parsed, precision unknown",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func brasilAPIShape(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
@@ -274,7 +275,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "BrasilAPI coordinates as empty strings give no geo, not a failure",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func brasilAPIEmptyCoordinates(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
@@ -299,7 +300,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "ViaCEP's erro, as a string and as a boolean, is cepNotFound; nothing more is asked",
-    arguments: Transport.availableKinds, [false, true])
+    arguments: testedTransportKinds, [false, true])
   func viaCEPNotFound(transport: Transport.Kind, booleanErro: Bool) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
@@ -317,7 +318,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "BrasilAPI's 404 whose every error says not found is cepNotFound",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func brasilAPINotFound(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
@@ -332,7 +333,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "BrasilAPI's outage 404 and its invalid-json 500 are skipped like failures",
-    arguments: Transport.availableKinds, [MockFault.brasilAPIOutage, .brasilAPIInvalidJSON])
+    arguments: testedTransportKinds, [MockFault.brasilAPIOutage, .brasilAPIInvalidJSON])
   func brasilAPIFailures(transport: Transport.Kind, fault: MockFault) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
@@ -352,7 +353,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "an answer for another CEP, of another shape or not JSON is skipped",
-    arguments: Transport.availableKinds,
+    arguments: testedTransportKinds,
     [
       MockFault.status(
         200,
@@ -375,7 +376,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "every source fails: the error is cep.is's own, as without fallbacks",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func allFail(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       // A body cut short: a network failure that libcurl does not retry on its own (it
@@ -407,7 +408,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "hedging: a slow cep.is loses to ViaCEP, and its connection is closed",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func hedgingWins(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(30)])
@@ -430,7 +431,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "hedging: cep.is answering first wins, and the fallback's connection is closed",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func hedgingCepisWins(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       // cep.is answers after 10 s: time enough, even on a loaded machine whose URLSession
@@ -451,7 +452,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "hedging: cep.is's not found arriving first wins over a fallback in flight",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func hedgingCepisNotFoundFirst(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(10)])
@@ -471,7 +472,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "hedging: a fallback's not found arriving first wins over a slow cep.is",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func hedgingFallbackNotFoundFirst(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(30)])
@@ -490,7 +491,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "hedging: a failed hedge waits for cep.is; only the first fallback is hedged",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func hedgeFailsThenCepisAnswers(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(10)])
@@ -505,7 +506,7 @@ struct FallbackEndToEndTests {
     }
   }
 
-  @Test("hedging: a fast cep.is never starts the fallback", arguments: Transport.availableKinds)
+  @Test("hedging: a fast cep.is never starts the fallback", arguments: testedTransportKinds)
   func hedgeNotNeeded(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fallbackClient(
@@ -518,7 +519,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "hedging: when cep.is then fails, the next fallbacks follow in order",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func hedgeThenChain(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.delayHeaders(2), .status(503)])
@@ -543,7 +544,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "fallbacks get what is left of totalTimeout, not a deadline of their own",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func totalTimeoutAcrossSources(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       // cep.is fails after 1 s; both fallbacks would hang for 30 s.
@@ -574,7 +575,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "a fallback that fails in time leaves the rest of the deadline to the next one",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func deadlineSharedAlongTheChain(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.status(503)])
@@ -606,7 +607,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "totalTimeout spent by cep.is leaves no time: no fallback, cep.is's timeout error",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func noTimeLeft(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.delayHeaders(30)])
@@ -628,7 +629,7 @@ struct FallbackEndToEndTests {
   }
 
   @Test(
-    "with hedging, totalTimeout still bounds the whole lookup", arguments: Transport.availableKinds)
+    "with hedging, totalTimeout still bounds the whole lookup", arguments: testedTransportKinds)
   func hedgedTotalTimeout(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.delayHeaders(30)])
@@ -653,7 +654,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "cancelling a hedged lookup ends it at once and closes both connections",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func cancelHedged(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.setMode(.cep, [.delayHeaders(30)])
@@ -677,7 +678,7 @@ struct FallbackEndToEndTests {
 
   @Test(
     "lookupMany never uses fallbacks, and its addresses come from cep.is",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func batchIgnoresFallbacks(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fallbackClient(

@@ -1,6 +1,7 @@
 import CepisHTTP
 import CepisMock
 import CepisSupport
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -30,7 +31,7 @@ struct InjectedEnvironmentTests {
 
   @Test(
     "full jitter: half of each doubling window when the draw is 0.5, capped at backoffMax",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func jitter(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let recorder = Recorder()
@@ -44,7 +45,7 @@ struct InjectedEnvironmentTests {
 
   @Test(
     "Retry-After replaces the draw: seconds, an HTTP-date against the clock, and the cap",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func retryAfter(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let recorder = Recorder()

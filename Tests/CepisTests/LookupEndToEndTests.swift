@@ -1,4 +1,5 @@
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 struct LookupEndToEndTests {
   @Test(
     "returns the server's address for a masked CEP, with geo, and sends the documented headers",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func success(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let address = try await fastClient(server, transport).lookup("01001-000")
@@ -23,7 +24,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "every sample address round-trips exactly, with and without geo",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func sampleAddresses(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fastClient(server, transport)
@@ -36,7 +37,7 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("a malformed CEP throws invalidCEP and sends nothing", arguments: Transport.availableKinds)
+  @Test("a malformed CEP throws invalidCEP and sends nothing", arguments: testedTransportKinds)
   func malformedSendsNothing(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fastClient(server, transport)
@@ -47,7 +48,7 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("404 is cepNotFound and is not retried", arguments: Transport.availableKinds)
+  @Test("404 is cepNotFound and is not retried", arguments: testedTransportKinds)
   func notFound(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let missing = "00000001"
@@ -61,7 +62,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "400 is invalidCEP carrying the API's mensagem, not retried",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func badRequest(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.status(400, body: #"{"mensagem":"CEP bloqueado para consulta"}"#)])
@@ -74,7 +75,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "503, 503, then success: three attempts and the right address",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func retriesServerErrors(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.status(503), .status(503)])
@@ -86,7 +87,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "503 on every attempt: serverError(503) after exactly maxAttempts requests",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func serverErrorExhausted(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, Array(repeating: .status(503), count: 10))
@@ -102,7 +103,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "429 with Retry-After in seconds: the next attempt waits for it",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func retryAfterSeconds(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.status(429, retryAfter: "1")])
@@ -117,7 +118,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "429 with Retry-After as an HTTP-date: the next attempt waits until then",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func retryAfterDate(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       // Two seconds ahead, truncated to whole seconds as the format requires.
@@ -133,7 +134,7 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("Retry-After: 3600 is capped by backoffMax", arguments: Transport.availableKinds)
+  @Test("Retry-After: 3600 is capped by backoffMax", arguments: testedTransportKinds)
   func retryAfterCapped(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.status(503, retryAfter: "3600")])
@@ -147,7 +148,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "429 on every attempt: rateLimited carrying the last Retry-After",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func rateLimitedExhausted(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, Array(repeating: .status(429, retryAfter: "0"), count: 5))
@@ -163,7 +164,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "a reset connection is retried; reset on every attempt is networkError",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func reset(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.resetBeforeHeaders, .resetAfterHeaders])
@@ -183,7 +184,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "a body shorter than its Content-Length is a network failure, retried",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func truncatedBody(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.truncatedBody])
@@ -200,7 +201,7 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("slow headers: a sub-second timeout fires on time", arguments: Transport.availableKinds)
+  @Test("slow headers: a sub-second timeout fires on time", arguments: testedTransportKinds)
   func slowHeaders(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.delayHeaders(10)])
@@ -216,7 +217,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "a sub-second timeout is not rounded down: a 0.1 s answer gets through 0.99 s",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func subSecondTimeoutAllowsAnswer(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       // FoundationNetworking truncates timeouts to whole seconds (0.99 → 0); the core's own
@@ -230,7 +231,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "a body dribbled a byte at a time cannot outlive totalTimeout",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func dribbledBody(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, Array(repeating: .dribble(gap: 0.05), count: 5))
@@ -251,7 +252,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "an HTML captive portal with status 200 is invalidResponse, not retried",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func htmlPortal(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.htmlPortal])
@@ -265,7 +266,7 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("JSON of the wrong shape is invalidResponse", arguments: Transport.availableKinds)
+  @Test("JSON of the wrong shape is invalidResponse", arguments: testedTransportKinds)
   func wrongShape(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.wrongShapeJSON])
@@ -280,7 +281,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "an oversized body is invalidResponse, never unbounded memory",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func oversized(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.oversizedBody(bytes: 64 << 20)])
@@ -298,7 +299,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "an endless chunked body ends in a typed error within the deadline",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func endlessChunked(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.endlessChunked])
@@ -316,7 +317,7 @@ struct LookupEndToEndTests {
   }
 
   @Test(
-    "cancelling the task ends an in-flight request at once", arguments: Transport.availableKinds)
+    "cancelling the task ends an in-flight request at once", arguments: testedTransportKinds)
   func cancelInFlight(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       // The answer would take 30 s; the call must end long before (5 s leaves room for a
@@ -332,7 +333,7 @@ struct LookupEndToEndTests {
     }
   }
 
-  @Test("cancelling the task ends a backoff sleep at once", arguments: Transport.availableKinds)
+  @Test("cancelling the task ends a backoff sleep at once", arguments: testedTransportKinds)
   func cancelDuringBackoff(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.status(503, retryAfter: "30")])
@@ -349,7 +350,7 @@ struct LookupEndToEndTests {
   }
 
   @Test(
-    "a refused connection is networkError after every attempt", arguments: Transport.availableKinds)
+    "a refused connection is networkError after every attempt", arguments: testedTransportKinds)
   func refused(transport: Transport.Kind) async throws {
     // Port 1 (tcpmux) has no listener: a stopped mock's port could be reused at once by a
     // server that another test starts in parallel.
@@ -364,7 +365,7 @@ struct LookupEndToEndTests {
   }
 
   @Test(
-    "trailing slashes are stripped and a path prefix is kept", arguments: Transport.availableKinds)
+    "trailing slashes are stripped and a path prefix is kept", arguments: testedTransportKinds)
   func baseURLShapes(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       for suffix in ["/", "///", "/api", "/api/"] {
@@ -380,7 +381,7 @@ struct LookupEndToEndTests {
 
   @Test(
     "health: ok, and degraded (503) arrives as a value without retries",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func health(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fastClient(server, transport)

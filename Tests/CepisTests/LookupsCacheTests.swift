@@ -1,4 +1,5 @@
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -30,7 +31,7 @@ struct LookupsCacheTests {
 
   @Test(
     "when a run ends, every answer is in the file: another process reads them at once",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func runEndsWithAnswersWritten(transport: Transport.Kind) async throws {
     try await withCachedClient(.file, transport) { server, cache, client, folder in
       // Distinct CEPs enough for many chunks, so that stores queue behind the requests.
@@ -50,7 +51,7 @@ struct LookupsCacheTests {
 
   @Test(
     "a second run over the same CEPs sends one /health and no /csv, and answers the same",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func secondRunAsksNothing(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withCachedClient(kind, transport) { server, cache, client, _ in
       let rows = LookupsEndToEndTests.customers()
@@ -78,7 +79,7 @@ struct LookupsCacheTests {
 
   @Test(
     "a partly cached run sends only the CEPs the cache does not hold",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func partlyCachedSendsOnlyTheRest(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withCachedClient(kind, transport) { server, cache, client, _ in
       // 1,000 CEPs (two full chunks), then 700 more in a later run.
@@ -108,7 +109,7 @@ struct LookupsCacheTests {
 
   @Test(
     "a new edition asks everything again; not-found is cached per edition",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func editionChangeAsksAgain(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withCachedClient(kind, transport) { server, cache, client, _ in
       // Existing CEPs and CEPs that end in 9 (they do not exist in the mock).
@@ -136,7 +137,7 @@ struct LookupsCacheTests {
 
   @Test(
     "a failing /csv: kept addresses answer, marked stale; not-found and the rest fail",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func failingChunkServesStale(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withCachedClient(kind, transport) { server, cache, client, _ in
       let existing = (0..<200).map { 10_000_000 + $0 * 10 }
@@ -173,7 +174,7 @@ struct LookupsCacheTests {
 
   @Test(
     "through the cache, every row gets its own CEP's answer: a server that reorders, repeats or omits rows, a small memo and read-ahead",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func rowsKeepTheirOwnAnswers(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withCachedClient(kind, transport) { server, cache, client, _ in
       let rows = LookupsEndToEndTests.customers()
@@ -216,7 +217,7 @@ struct LookupsCacheTests {
 
   @Test(
     "while a run waits for more rows, the answers it has are written to the file within the flush delay",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func waitingRunWritesWithinTheDelay(transport: Transport.Kind) async throws {
     try await withCachedClient(.file, transport, flushDelay: .milliseconds(100)) {
       server, _, client, folder in
@@ -244,7 +245,7 @@ struct LookupsCacheTests {
 
   @Test(
     "answers stored and not yet written are read by the next use of the cache: a second run asks no /csv",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func unwrittenAnswersServeTheNextRun(transport: Transport.Kind) async throws {
     // A delay no test waits for: only the write before the next read can help.
     try await withCachedClient(.file, transport, flushDelay: .seconds(3_600)) {
@@ -265,7 +266,7 @@ struct LookupsCacheTests {
     }
   }
 
-  @Test("without a cache, no /health request is made", arguments: Transport.availableKinds)
+  @Test("without a cache, no /health request is made", arguments: testedTransportKinds)
   func noCacheNoHealth(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = cachedClient(server, transport, cache: nil)
@@ -281,7 +282,7 @@ struct LookupsCacheTests {
 
   @Test(
     "lookupMany: one chunk checks the edition only when it is due; several chunks check it each call",
-    arguments: Transport.availableKinds, CacheKind.allCases)
+    arguments: testedTransportKinds, CacheKind.allCases)
   func lookupManyEditionChecks(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withCachedClient(kind, transport) { server, cache, client, _ in
       let few = (0..<100).map { cepDigits(10_000_000 + $0 * 10) }

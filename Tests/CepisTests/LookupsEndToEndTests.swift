@@ -1,5 +1,6 @@
 import CepisMock
 import CepisSupport
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -98,7 +99,7 @@ struct LookupsEndToEndTests {
     Set(rows.compactMap { try? normalizeCEP($0.cep) })
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func everyRowInOrderEachDistinctCEPOnceMalformedNeverSent(transport: Transport.Kind)
     async throws
   {
@@ -117,7 +118,7 @@ struct LookupsEndToEndTests {
   }
 
   @Test(
-    arguments: Transport.availableKinds,
+    arguments: testedTransportKinds,
     [
       [MockFault.csvReordered, .csvDuplicatedRows, .csvExtraRows],
       [.csvOmitMissing, .csvMaskedCEPs, .csvColumnsShuffled, .csvBOM, .csvCRLF],
@@ -132,7 +133,7 @@ struct LookupsEndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func thePlainFormTakesCEPStrings(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let inputs = ["01001-000", "oops", "01001000", "99999999"]
@@ -149,7 +150,7 @@ struct LookupsEndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func onlyFullChunksWhileRowsKeepComingAPartialOneAtTheEnd(transport: Transport.Kind)
     async throws
   {
@@ -165,7 +166,7 @@ struct LookupsEndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func aFullReadAheadSendsAPartialChunk(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let rows = (0..<600).map { Customer(id: $0, cep: String(10_000_000 + $0 * 3)) }
@@ -179,7 +180,7 @@ struct LookupsEndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func aFailedChunkFailsItsOwnRowsOnlyAndItsCEPsAreAskedAgainLater(transport: Transport.Kind)
     async throws
   {
@@ -218,7 +219,7 @@ struct LookupsEndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func aMemoSmallerThanTheFileAsksAgainAndStaysRight(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let rows = Self.customers()
@@ -233,7 +234,7 @@ struct LookupsEndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func anInputThatThrowsEndsTheStreamAfterTheRowsReadBeforeIt(transport: Transport.Kind)
     async throws
   {
@@ -250,7 +251,7 @@ struct LookupsEndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func aSlowConsumerStopsTheReading(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let rows = (0..<20_000).map { Customer(id: $0, cep: String(10_000_000 + $0 % 2_000 * 3)) }
@@ -267,7 +268,7 @@ struct LookupsEndToEndTests {
     }
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func leavingTheLoopEarlyCancelsTheRequestsInFlightAndReadsNoMore(transport: Transport.Kind)
     async throws
   {
@@ -306,7 +307,7 @@ struct LookupsEndToEndTests {
     withExtendedLifetime(client) {}
   }
 
-  @Test(arguments: Transport.availableKinds)
+  @Test(arguments: testedTransportKinds)
   func cancellingTheTaskEndsTheStreamPromptly(transport: Transport.Kind) async throws {
     var client: Client?  // outlives the server, as above
     try await withMockServer { server in

@@ -1,4 +1,5 @@
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 struct RetryBudgetEndToEndTests {
   @Test(
     "an outage drains the budget and retries stop; recovery refills it and retries resume",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func outageThenRecovery(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fastClient(
@@ -41,7 +42,7 @@ struct RetryBudgetEndToEndTests {
 
   @Test(
     "with the budget disabled every call retries up to maxAttempts",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func disabled(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fastClient(server, transport, maxAttempts: 3, retryBudget: nil)

@@ -14,7 +14,7 @@ func withMockServer<T>(
 
 /// The one way these tests build a client that talks to a server: over `transport`, with fast
 /// backoff so that retry paths stay quick. Every network test goes through it, so a test run
-/// over `Transport.availableKinds` really runs over each transport.
+/// over `testedTransportKinds` really runs over each transport.
 func makeClient(
   _ transport: Transport.Kind,
   baseURL: URL,

@@ -1,4 +1,5 @@
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 struct TransportEndToEndTests {
   @Test(
     "the transport a test names is the one that talks to the server",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func theNamedTransportIsOnTheWire(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = fastClient(server, transport)
@@ -24,7 +25,7 @@ struct TransportEndToEndTests {
   }
 
   @Test(
-    "a same-origin redirect is followed, within the attempt", arguments: Transport.availableKinds)
+    "a same-origin redirect is followed, within the attempt", arguments: testedTransportKinds)
   func sameOriginRedirect(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       server.script(.cep, [.redirect(status: 301, location: "/moved/01001000")])
@@ -36,7 +37,7 @@ struct TransportEndToEndTests {
 
   @Test(
     "a redirect to another origin or to another scheme is never followed",
-    arguments: Transport.availableKinds, ["localhost", "https"])
+    arguments: testedTransportKinds, ["localhost", "https"])
   func crossOriginRedirect(transport: Transport.Kind, change: String) async throws {
     try await withMockServer { server in
       let port = try #require(server.baseURL.port)
@@ -57,7 +58,7 @@ struct TransportEndToEndTests {
 
   @Test(
     "a redirect loop, or a sixth redirect, is invalidResponse and is not retried",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func redirectLoop(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       func expectLoop() async {
@@ -81,7 +82,7 @@ struct TransportEndToEndTests {
 
   @Test(
     "a Content-Length over the cap is refused as soon as the headers arrive",
-    arguments: Transport.availableKinds)
+    arguments: testedTransportKinds)
   func earlyContentLengthRejection(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       // The body would dribble a byte every 50 ms: reading up to the cap would take 50 s.
@@ -100,7 +101,7 @@ struct TransportEndToEndTests {
     }
   }
 
-  @Test("a TLS handshake that fails is networkError", arguments: Transport.availableKinds)
+  @Test("a TLS handshake that fails is networkError", arguments: testedTransportKinds)
   func tlsFailure(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       // The mock speaks plain HTTP: a TLS ClientHello gets no TLS answer.
@@ -119,7 +120,7 @@ struct TransportEndToEndTests {
     }
   }
 
-  @Test("an unknown host is networkError saying so", arguments: Transport.availableKinds)
+  @Test("an unknown host is networkError saying so", arguments: testedTransportKinds)
   func unknownHost(transport: Transport.Kind) async throws {
     // `.invalid` is reserved (RFC 2606): no resolver answers it, online or not.
     let url = try #require(URL(string: "http://cepis-test.invalid"))

@@ -1,4 +1,5 @@
 #if canImport(Observation)
+  import CepisTestSupport
   import BrazilianDocuments
   import Cepis
   import CepisMock
@@ -85,7 +86,7 @@
       }
     }
 
-    @Test(arguments: Transport.availableKinds) func oneRequestPerFinishedCEP(
+    @Test(arguments: testedTransportKinds) func oneRequestPerFinishedCEP(
       _ kind: Transport.Kind
     ) async throws {
       try await withServer { server in
@@ -125,7 +126,7 @@
       }
     }
 
-    @Test(arguments: Transport.availableKinds) func theClientsFallbacksFillTheFormWhileCepIsIsDown(
+    @Test(arguments: testedTransportKinds) func theClientsFallbacksFillTheFormWhileCepIsIsDown(
       _ kind: Transport.Kind
     ) async throws {
       try await withServer { server in
@@ -181,7 +182,7 @@
       }
     }
 
-    @Test(arguments: Transport.availableKinds) func aStaleAnswerNeverLands(
+    @Test(arguments: testedTransportKinds) func aStaleAnswerNeverLands(
       _ kind: Transport.Kind
     ) async throws {
       try await withServer { server in

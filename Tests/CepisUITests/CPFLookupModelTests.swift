@@ -1,4 +1,5 @@
 #if canImport(Observation)
+  import CepisTestSupport
   import BrazilianDocuments
   import CPFHub
   import CepisMock
@@ -10,7 +11,7 @@
   @Suite("CPFLookupModel against CepisMock")
   @MainActor
   struct CPFLookupModelTests {
-    @Test(arguments: Transport.availableKinds) func successShowsThePerson(
+    @Test(arguments: testedTransportKinds) func successShowsThePerson(
       transport: Transport.Kind
     ) async throws {
       try await withServer { server in
@@ -27,7 +28,7 @@
       }
     }
 
-    @Test(arguments: Transport.availableKinds) func loadingFlagIsSetWhileTheLookupRuns(
+    @Test(arguments: testedTransportKinds) func loadingFlagIsSetWhileTheLookupRuns(
       transport: Transport.Kind
     ) async throws {
       try await withServer { server in
@@ -43,7 +44,7 @@
       }
     }
 
-    @Test(arguments: Transport.availableKinds) func observersAreNotified(
+    @Test(arguments: testedTransportKinds) func observersAreNotified(
       transport: Transport.Kind
     ) async throws {
       try await withServer { server in
@@ -122,7 +123,7 @@
         message: "Conexão insegura recusada. A consulta exige HTTPS."),
     ]
 
-    @Test(arguments: Transport.availableKinds, scenarios)
+    @Test(arguments: testedTransportKinds, scenarios)
     func errorsShowTheirPortugueseMessage(transport: Transport.Kind, _ scenario: Scenario)
       async throws
     {
@@ -141,7 +142,7 @@
       }
     }
 
-    @Test(arguments: Transport.availableKinds) func errorIsClearedByTheNextSuccess(
+    @Test(arguments: testedTransportKinds) func errorIsClearedByTheNextSuccess(
       transport: Transport.Kind
     ) async throws {
       try await withServer { server in
@@ -155,7 +156,7 @@
       }
     }
 
-    @Test(arguments: Transport.availableKinds) func aNewLookupCancelsTheStaleOne(
+    @Test(arguments: testedTransportKinds) func aNewLookupCancelsTheStaleOne(
       transport: Transport.Kind
     ) async throws {
       try await withServer { server in
@@ -188,7 +189,7 @@
       }
     }
 
-    @Test(arguments: Transport.availableKinds) func cancelStopsTheLookup(
+    @Test(arguments: testedTransportKinds) func cancelStopsTheLookup(
       transport: Transport.Kind
     ) async throws {
       try await withServer { server in
