@@ -197,7 +197,10 @@ final class SQLiteConnection {
     _ = library.busyTimeout(db, busyTimeout)
   }
 
-  deinit { close() }
+  deinit {
+    close()
+    scratch.deallocate()
+  }
 
   /// Finalizes every statement and closes the connection. Idempotent.
   func close() {
@@ -234,8 +237,6 @@ final class SQLiteConnection {
     case int(Int64)
     case double(Double)
     case text(String)
-    /// A text field of an address, bound from its UTF-8 bytes in place.
-    case field(Address, AddressTextField)
     case null
   }
 
@@ -278,16 +279,6 @@ final class SQLiteConnection {
       case .int(let number): status = library.bindInt64(statement, index, number)
       case .double(let number): status = library.bindDouble(statement, index, number)
       case .text(let text): status = library.bindText(statement, index, text, -1, -1)
-      case .field(let address, let field):
-        status = address.withUTF8(field) { bytes in
-          // A null pointer would bind NULL: an empty field is bound as "".
-          guard let base = bytes.baseAddress, !bytes.isEmpty else {
-            return library.bindText(statement, index, "", 0, -1)
-          }
-          return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-            library.bindText(statement, index, $0, Int32(bytes.count), -1)
-          }
-        }
       case .null: status = library.bindNull(statement, index)
       }
       guard status == SQLiteCode.ok else { throw failure(status, sql) }
@@ -302,6 +293,99 @@ final class SQLiteConnection {
       default:
         throw failure(status, sql)
       }
+    }
+  }
+
+  /// Runs `sql` once per call of `bind`'s caller: `bind` binds every parameter through a
+  /// ``Binder``, and the statement runs to its end (a write: no result rows). For a statement
+  /// run row after row (a chunk's upserts): no array of values is built, and text is copied
+  /// into the connection's own buffer and bound in place (`SQLITE_STATIC`), not copied again
+  /// by SQLite into memory of its own. `bind` must bind every parameter: bindings are not
+  /// cleared between runs.
+  func runBound(_ sql: String, _ bind: (inout Binder) throws -> Void) throws {
+    let statement = try statement(sql)
+    defer { _ = library.reset(statement) }
+    var binder = Binder(library: library, statement: statement, scratch: scratch)
+    try bind(&binder)
+    if let status = binder.failure { throw failure(status, sql) }
+    let status = library.step(statement)
+    guard status & 0xFF == SQLiteCode.done else { throw failure(status, sql) }
+  }
+
+  /// Where ``runBound(_:_:)`` copies a row's text: valid until the statement is reset, which
+  /// comes before the next row's copy.
+  private let scratch = UnsafeMutableRawPointer.allocate(
+    byteCount: Binder.scratchBytes, alignment: 1)
+
+  /// Binds one run's parameters (see ``SQLiteConnection/runBound(_:_:)``); the first
+  /// failure is kept, and the statement is not run.
+  struct Binder {
+    /// The text one row can bind in place; beyond it, SQLite copies the rest (never
+    /// reached by an address, whose fields are a few hundred bytes).
+    static let scratchBytes = 16_384
+
+    fileprivate let library: SQLiteLibrary
+    fileprivate let statement: OpaquePointer
+    fileprivate let scratch: UnsafeMutableRawPointer
+    fileprivate var used = 0
+    fileprivate var failure: Int32?
+
+    fileprivate init(
+      library: SQLiteLibrary, statement: OpaquePointer, scratch: UnsafeMutableRawPointer
+    ) {
+      self.library = library
+      self.statement = statement
+      self.scratch = scratch
+    }
+
+    private mutating func check(_ status: Int32) {
+      if status != SQLiteCode.ok && failure == nil { failure = status }
+    }
+
+    mutating func int(_ index: Int32, _ value: Int64) {
+      check(library.bindInt64(statement, index, value))
+    }
+
+    mutating func double(_ index: Int32, _ value: Double) {
+      check(library.bindDouble(statement, index, value))
+    }
+
+    mutating func null(_ index: Int32) { check(library.bindNull(statement, index)) }
+
+    /// Binds `bytes` as text (an empty buffer as "", never as `NULL`).
+    mutating func text(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+      let count = bytes.count
+      guard let source = bytes.baseAddress, count > 0 else {
+        // A null pointer would bind NULL: an empty field is "", pointed into the scratch.
+        return check(
+          library.bindText(statement, index, scratch.assumingMemoryBound(to: CChar.self), 0, 0))
+      }
+      guard used + count <= Self.scratchBytes else {
+        // SQLITE_TRANSIENT: SQLite takes a copy of its own.
+        return check(
+          source.withMemoryRebound(to: CChar.self, capacity: count) {
+            library.bindText(statement, index, $0, Int32(count), -1)
+          })
+      }
+      let target = scratch + used
+      target.copyMemory(from: source, byteCount: count)
+      used += count
+      // SQLITE_STATIC (0): the bytes stay in the scratch buffer until the statement's reset.
+      check(
+        library.bindText(
+          statement, index, target.assumingMemoryBound(to: CChar.self), Int32(count), 0))
+    }
+
+    /// Binds a string's UTF-8 bytes as text.
+    mutating func text(_ index: Int32, _ string: String) {
+      var string = string
+      string.withUTF8 { text(index, $0) }
+    }
+
+    /// Binds one text field of `address` from its bytes: no `String` is made of a batch row's
+    /// field.
+    mutating func field(_ index: Int32, _ address: Address, _ field: AddressTextField) {
+      address.withUTF8(field) { text(index, $0) }
     }
   }
 

@@ -144,31 +144,37 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     try withConnection { db in
       try writeTransactionWritingTouches(db, now: now) {
         let usedAt = Self.second(of: now)
-        // In key order: neighbouring CEPs share B-tree pages, written once. Positions are
-        // sorted, not the entries (an entry is large, a position moves for free), and a CEP
-        // stored twice in one group keeps its order: the later answer is the one kept.
-        let positions = entries.indices.sorted { (entries[$0].cep, $0) < (entries[$1].cep, $1) }
-        for position in positions {
+        // In key order: neighbouring CEPs share B-tree pages, written once. Each CEP is
+        // sorted with its position, not the entries (an entry is large), and a CEP stored
+        // twice in one group keeps its order: the later answer is the one kept.
+        let order = entries.indices.map { (cep: entries[$0].cep, position: $0) }.sorted { $0 < $1 }
+        for (_, position) in order {
           let entry = entries[position]
-          let address = entry.address
-          let geo = address?.geo
-          func text(_ value: String?) -> SQLiteConnection.Value {
-            value.map { .text($0) } ?? .null
+          try db.runBound(Self.upsertSQL) { bind in
+            bind.int(1, Int64(entry.cep))
+            bind.text(2, entry.edition)
+            bind.int(3, Int64(entry.kind.rawValue))
+            bind.double(5, entry.storedAt.timeIntervalSince1970)
+            bind.int(6, usedAt)
+            guard let address = entry.address else {
+              bind.int(4, 0)
+              for column in Int32(7)...16 { bind.null(column) }
+              return
+            }
+            bind.int(4, 1)
+            // Bound from the address's bytes: a batch row's fields never become Strings.
+            for (offset, field) in AddressTextField.allCases.enumerated() {
+              bind.field(7 + Int32(offset), address, field)
+            }
+            if let geo = address.geo {
+              bind.double(13, geo.lat)
+              bind.double(14, geo.lon)
+              bind.int(15, Int64(geo.raioM))
+              bind.text(16, geo.precisao)
+            } else {
+              for column in Int32(13)...16 { bind.null(column) }
+            }
           }
-          // Bound from the address's bytes: a batch row's fields never become Strings.
-          func field(_ field: AddressTextField) -> SQLiteConnection.Value {
-            address.map { .field($0, field) } ?? .null
-          }
-          try db.run(
-            Self.upsertSQL,
-            [
-              .int(Int64(entry.cep)), .text(entry.edition), .int(Int64(entry.kind.rawValue)),
-              .int(address == nil ? 0 : 1), .double(entry.storedAt.timeIntervalSince1970),
-              .int(usedAt), field(.logradouro), field(.complemento), field(.bairro),
-              field(.localidade), field(.uf), field(.ibge), geo.map { .double($0.lat) } ?? .null,
-              geo.map { .double($0.lon) } ?? .null, geo.map { .int(Int64($0.raioM)) } ?? .null,
-              text(geo?.precisao),
-            ])
         }
       }
       try keepWithinBound(db, liveEdition: liveEdition)

@@ -205,21 +205,42 @@ struct AddressCacheFileTests {
       var quoted = sampleAddress(2, geo: false)
       quoted.logradouro = "Rua \"Ç\", 1 — até 89/90"
       quoted.complemento = ""
+      var long = sampleAddress(5, geo: false)
+      long.logradouro = String(repeating: "ã", count: 9_000)
+      long.bairro = String(repeating: "b", count: 3_000)
       let written: [CacheEntry] = [
         CacheEntry(cep: 1, address: sampleAddress(1), edition: "e", storedAt: now, kind: .single),
         CacheEntry(cep: 2, address: quoted, edition: "e", storedAt: now, kind: .batch),
         CacheEntry(cep: 3, address: nil, edition: "e", storedAt: now, kind: .batch),
         CacheEntry(
           cep: 4, address: sampleAddress(4, geo: false), edition: "e", storedAt: now, kind: .batch),
+        // Fields past the bytes a row binds in place (16 KiB): one alone, and several whose
+        // sum crosses it in the middle of the row; a batch row's packed fields, empty one too.
+        CacheEntry(cep: 5, address: long, edition: "e", storedAt: now, kind: .batch),
+        CacheEntry(
+          cep: 6,
+          address: packedAddress(6, ["Praça da Sé", "", "Sé", "São Paulo", "SP", "3550308"]),
+          edition: "e", storedAt: now, kind: .batch),
+        CacheEntry(
+          cep: 7,
+          address: packedAddress(
+            7, (0..<6).map { String(repeating: Character(UnicodeScalar(0x61 + $0)!), count: 6_000) }
+          ),
+          edition: "e", storedAt: now, kind: .batch),
       ]
       try store.store(written, liveEdition: "e", now: now)
-      let read = try store.entries(for: [1, 2, 3, 4, 5], now: now)
-      #expect(read.count == 4)
+      let read = try store.entries(for: Array(1...8), now: now)
+      #expect(read.count == written.count)
       for entry in written {
         let back = try #require(read[entry.cep])
         #expect(back == entry)
         #expect(back.address?.logradouro == entry.address?.logradouro)
         #expect(back.address?.cep == entry.address?.cep)
+        for field in AddressTextField.allCases {
+          #expect(
+            back.address.map { $0.withUTF8(field) { Array($0) } }
+              == entry.address.map { $0.withUTF8(field) { Array($0) } })
+        }
       }
       // Bytes another writer left that are not UTF-8 read as a String reads them, repaired.
       let library = try #require(SQLiteLibrary.shared)
@@ -232,4 +253,21 @@ struct AddressCacheFileTests {
       store.close()
     }
   }
+}
+
+/// A batch row's address: `fields` (the six text fields in column order) packed in one buffer,
+/// as the batch decoder makes them.
+private func packedAddress(_ cep: Int, _ fields: [String]) -> Address {
+  let bytes = fields.map { Array($0.utf8) }
+  let packed = PackedFields.make(byteCount: bytes.reduce(0) { $0 + $1.count }) { out in
+    var ends = PackedEnds()
+    var written = 0
+    for (index, field) in bytes.enumerated() {
+      (out + written).initialize(from: field, count: field.count)
+      written += field.count
+      ends[index] = UInt32(written)
+    }
+    return ends
+  }
+  return Address(cepNumber: cep, packed: packed)
 }
