@@ -35,6 +35,12 @@ import Foundation
 /// A file cache also keeps the entries of the last ``frontCapacity`` single lookups in this
 /// process's memory, so that a repeated ``Client/lookup(_:)`` does not wait for the file.
 ///
+/// A file cache reads and writes on a thread of its own, at a lower scheduling priority than
+/// the program's (nice 10 on Linux; the utility quality of service on Apple platforms): a
+/// bulk run's answers are written with the CPU the run leaves idle, up to 128,000 of them
+/// behind the run, and a read waits behind the program's own work only when every core is
+/// busy.
+///
 /// A cache never makes a lookup fail: every error of the cache (an unreadable file, a full
 /// disk) degrades to asking the network, and is reported once through ``warnings``.
 public final class AddressCache: Sendable {
