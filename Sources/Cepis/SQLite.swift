@@ -296,8 +296,8 @@ final class SQLiteConnection {
     }
   }
 
-  /// Runs `sql` once per call of `bind`'s caller: `bind` binds every parameter through a
-  /// ``Binder``, and the statement runs to its end (a write: no result rows). For a statement
+  /// Runs `sql` once, its parameters bound by `bind` through a ``Binder``, to its end (a
+  /// write: no result rows are read). For a statement
   /// run row after row (a chunk's upserts): no array of values is built, and text is copied
   /// into the connection's own buffer and bound in place (`SQLITE_STATIC`), not copied again
   /// by SQLite into memory of its own. `bind` must bind every parameter: bindings are not

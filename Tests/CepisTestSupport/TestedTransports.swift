@@ -26,5 +26,6 @@ public let testedTransportKinds: [Transport.Kind] = {
     }
     if !kinds.contains(kind) { kinds.append(kind) }
   }
+  guard !kinds.isEmpty else { fatalError("CEPIS_TEST_TRANSPORTS (\(filter)) names no transport") }
   return kinds
 }()

@@ -8,11 +8,11 @@ import Testing
   import Glibc
 #endif
 
-@Suite("CacheFileThread: the file cache's thread")
-struct CacheFileThreadTests {
+@Suite("LowPriorityThread: the file cache's thread, and the tests' off the pool")
+struct LowPriorityThreadTests {
   @Test("closures run one at a time, in the order each caller gave them, on one thread")
   func order() async throws {
-    let thread = CacheFileThread(name: "cepis-test-order")
+    let thread = LowPriorityThread(name: "cepis-test-order", niceValue: AddressCache.fileThreadNice)
     let ran = LockedValue<[(producer: Int, sequence: Int)]>([])
     let threads = LockedValue<Set<String>>([])
     let running = LockedValue(0)
@@ -51,9 +51,9 @@ struct CacheFileThreadTests {
     #expect(!overlapped.withLock { $0 })
   }
 
-  @Test("a closure given a delay runs after it, behind what was given before")
+  @Test("a closure given a delay runs no sooner than the delay")
   func delayed() async throws {
-    let thread = CacheFileThread(name: "cepis-test-delay")
+    let thread = LowPriorityThread(name: "cepis-test-delay", niceValue: AddressCache.fileThreadNice)
     let started = Date()
     let elapsed: TimeInterval = await withCheckedContinuation { continuation in
       thread.asyncAfter(.milliseconds(50)) {
@@ -73,18 +73,20 @@ struct CacheFileThreadTests {
       }
     }
 
-    @Test("on Linux the thread runs at nice 10 or lower priority, and ends with its owner")
+    @Test(
+      "on Linux the file cache's thread runs at nice 10 or lower priority, and ends with its owner")
     func priorityAndEnd() async throws {
       // comm holds 15 bytes: a name of this test's own.
       let name = "cft-\(UInt32.random(in: 0..<UInt32.max))"
-      var thread: CacheFileThread? = CacheFileThread(name: name)
+      var thread: LowPriorityThread? = LowPriorityThread(
+        name: name, niceValue: AddressCache.fileThreadNice)
       #expect(try !Self.threadNames().contains(name))
       let nice: Int32 = await withCheckedContinuation { continuation in
         thread?.async {
           continuation.resume(returning: getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0))
         }
       }
-      #expect(nice >= CacheFileThread.niceValue)
+      #expect(nice >= AddressCache.fileThreadNice)
       #expect(try Self.threadNames().contains(name))
       thread = nil
       let deadline = Date().addingTimeInterval(5)
