@@ -25,6 +25,8 @@ struct ChaosSoakTests {
     var absent = 0
     var retriableErrors = 0
     var invalidResponses = 0
+    /// Calls (a single lookup, or a `lookupMany`) that ended in `invalidResponse`.
+    var invalidCalls = 0
     var wrong = 0
     var lost = 0
     var calls = 0
@@ -72,6 +74,7 @@ struct ChaosSoakTests {
       total.absent += tally.absent
       total.retriableErrors += tally.retriableErrors
       total.invalidResponses += tally.invalidResponses
+      total.invalidCalls += tally.invalidCalls
       total.wrong += tally.wrong
       total.lost += tally.lost
       total.batchChunks += tally.batchChunks
@@ -79,6 +82,7 @@ struct ChaosSoakTests {
     }
     let requestsSent = server.requestCount - 1  // less the warm-up
     let faults = server.faultCounts.values.reduce(0, +)
+    let htmlPages = server.faultCounts[MockFault.htmlPortal.name, default: 0]
     await server.stop()
     // Let URLSession release the connections the server just closed.
     try await Task.sleep(nanoseconds: 300_000_000)
@@ -88,6 +92,7 @@ struct ChaosSoakTests {
       "chaos soak: lookups=\(total.lookups) correct=\(total.correct) absent=\(total.absent)"
         + " retriable_errors=\(total.retriableErrors)"
         + " invalid_responses=\(total.invalidResponses) wrong=\(total.wrong) lost=\(total.lost)"
+        + " invalid_calls=\(total.invalidCalls) html_pages=\(htmlPages)"
         + " requests=\(requestsSent) faults_injected=\(faults)"
         + " fds=\(before.descriptors)->\(after.descriptors)"
         + " threads=\(before.threads)->\(after.threads)"
@@ -101,8 +106,12 @@ struct ChaosSoakTests {
     #expect(faults > 0)
     // Every chunk and every single lookup costs at most maxAttempts requests.
     #expect(requestsSent <= (total.batchChunks + total.singleCalls) * maxAttempts)
-    // Most inputs must actually resolve: a storm at 30 % with 4 attempts is survivable.
-    #expect(total.correct + total.absent > total.lookups * 9 / 10)
+    // A storm at 30 % with 4 attempts is survivable: retries exhaust for few inputs. An HTML
+    // page is final by contract, and a batch call that meets one fails whole (up to ~120
+    // inputs), so how many inputs end that way depends on which call draws the page; what
+    // holds whatever the scheduling is that no call ends so without a page of its own.
+    #expect(total.retriableErrors < total.lookups / 10)
+    #expect(total.invalidCalls <= htmlPages)
     #if os(Linux)
       // Process-wide counts are only meaningful when the soak runs alone, as
       // `Scripts/chaos-soak` runs it (CEPIS_ISOLATED=1); other suites open their own.
@@ -140,7 +149,9 @@ struct ChaosSoakTests {
           case .cepNotFound where server.dataset.address(for: cep) == nil: tally.absent += 1
           case _ where error.isRetriable: tally.retriableErrors += 1
           // An HTML page where JSON was promised: typed, final by contract (not retried).
-          case .invalidResponse: tally.invalidResponses += 1
+          case .invalidResponse:
+            tally.invalidResponses += 1
+            tally.invalidCalls += 1
           default: tally.wrong += 1
           }
         }
@@ -184,6 +195,7 @@ struct ChaosSoakTests {
         tally.retriableErrors += size
       } catch CepisError.invalidResponse {
         tally.invalidResponses += size
+        tally.invalidCalls += 1
       } catch {
         tally.wrong += size
       }
