@@ -90,12 +90,23 @@ public struct BulkOptions: Sendable, Hashable {
   public var readAhead: Int
   /// Batch requests in flight at once. Default 4.
   public var chunksInFlight: Int
+  /// How long, in seconds, rows of an asynchronous input must stop coming before the rows
+  /// already read are asked in a partial chunk (rows from a queue, a socket, a form: a pause
+  /// never holds answers for longer). Rows that keep coming within it fill whole chunks. A
+  /// plain `Sequence` never pauses, and ignores it. Default 0.05; 0 sends a partial chunk at
+  /// every pause.
+  public var linger: Double
 
-  /// Options with the defaults above; values below 1 (0 for `memoCapacity`) are raised.
-  public init(memoCapacity: Int = 100_000, readAhead: Int = 8_000, chunksInFlight: Int = 4) {
+  /// Options with the defaults above; values below 1 (0 for `memoCapacity` and `linger`) are
+  /// raised.
+  public init(
+    memoCapacity: Int = 100_000, readAhead: Int = 8_000, chunksInFlight: Int = 4,
+    linger: Double = 0.05
+  ) {
     self.memoCapacity = max(0, memoCapacity)
     self.readAhead = max(1, readAhead)
     self.chunksInFlight = max(1, chunksInFlight)
+    self.linger = linger.isNaN ? 0 : max(0, linger)
   }
 }
 

@@ -69,7 +69,8 @@ final class LookupAsks {
   private var nextChunk = 0
   private var requests = 0
   private var cacheHits = 0
-  private let mailbox = ChunkMailbox()
+  /// Where chunks leave their outcomes, and where a ``RowPump`` wakes the engine.
+  @usableFromInline let mailbox = ChunkMailbox()
 
   /// How a run with a cache learns the live edition.
   @usableFromInline
@@ -514,6 +515,8 @@ struct RunEdition: Sendable {
 }
 
 /// Where chunk requests leave their outcomes for the engine: a locked list, and one waiter.
+/// A ``RowPump`` (rows came) and a linger timer wake the waiter through ``interrupt()``.
+@usableFromInline
 final class ChunkMailbox: Sendable {
   private struct State: Sendable {
     var outcomes: [ChunkOutcome] = []
@@ -559,7 +562,8 @@ final class ChunkMailbox: Sendable {
     }
   }
 
-  /// Wakes the waiter (or the next one to wait): the waiting task was cancelled.
+  /// Wakes the waiter (or the next one to wait): the waiting task was cancelled, rows came,
+  /// or a linger is over.
   func interrupt() {
     let waiter = state.withLock { state in
       defer { state.waiter = nil }

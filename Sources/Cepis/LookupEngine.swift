@@ -7,13 +7,17 @@ import CepisSupport
 /// module, so that a caller in another module (the command line, a user's code) runs only this
 /// thin generic layer unspecialised.
 ///
-/// Rows are read only inside ``next()``, so a consumer that stops asking stops the reading.
-/// Each row read is answered at once (a malformed CEP, or an answer in the memo, when no row
-/// is ahead of it), or held with the slot its answer will come from. A row leaves when it is
-/// first in line and answered.
+/// A plain sequence (``ReadInline``) is read only inside ``next()``, so a consumer that stops
+/// asking stops the reading. Any other input is read by a ``RowPump`` on a task of its own,
+/// at most the read-ahead ahead of the consumer, so that a pause of the input does not hold
+/// the answers of the rows already read; rows that stop coming for ``BulkOptions/linger``
+/// count as "nothing more to read now". Each row read is answered at once (a malformed CEP,
+/// or an answer in the memo, when no row is ahead of it), or held with the slot its answer
+/// will come from. A row leaves when it is first in line and answered.
 ///
-/// Bounds: rows held ≤ ``BulkOptions/readAhead``; asks ≤ rows held; memo ≤
-/// ``BulkOptions/memoCapacity``; outcomes not yet applied ≤ ``BulkOptions/chunksInFlight``.
+/// Bounds: rows read and not yet answered ≤ ``BulkOptions/readAhead``; asks ≤ rows held;
+/// memo ≤ ``BulkOptions/memoCapacity``; outcomes not yet applied ≤
+/// ``BulkOptions/chunksInFlight``.
 ///
 /// `@inlinable` (with its state `@usableFromInline`): a caller in another module gets this
 /// loop specialised for its row type instead of running it through generic metadata for
@@ -45,7 +49,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   @usableFromInline let readAhead: Int
   // Unchecked exclusivity, as for the rows held below: `input` is accessed across the await
   // of every row's `next`, which otherwise costs a dynamic access record per row.
-  @usableFromInline @exclusivity(unchecked) var input: Rows.AsyncIterator
+  // `nil` when a pump reads the rows.
+  @usableFromInline @exclusivity(unchecked) var input: Rows.AsyncIterator?
   @usableFromInline @exclusivity(unchecked) var inputDone = false
   @usableFromInline @exclusivity(unchecked) var inputError: (any Error)?
   @usableFromInline @exclusivity(unchecked) var finished = false
@@ -53,6 +58,18 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   @usableFromInline @exclusivity(unchecked) var held: [Held] = []
   @usableFromInline @exclusivity(unchecked) var heldHead = 0
   @usableFromInline let asks: LookupAsks
+
+  /// The reader of an input that can pause (`nil`: read inline), the rows taken from it and
+  /// not yet admitted, and the rows answered since credit was last given back to it.
+  @usableFromInline let pump: RowPump<Row>?
+  @usableFromInline @exclusivity(unchecked) var pumped: [Row] = []
+  @usableFromInline @exclusivity(unchecked) var pumpedHead = 0
+  @usableFromInline @exclusivity(unchecked) var creditOwed = 0
+  /// When rows last came from the pump (``monotonicSeconds()``), and the linger timer.
+  @usableFromInline let linger: Double
+  @usableFromInline @exclusivity(unchecked) var lastRowsAt: Double
+  @usableFromInline @exclusivity(unchecked) var lingerTimer: Task<Void, Never>?
+  @usableFromInline @exclusivity(unchecked) var lingerTimerDeadline = 0.0
 
   /// Rows read between two looks at cancellation and the mailbox.
   @usableFromInline static var pollInterval: Int { 64 }
@@ -70,9 +87,23 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   ) {
     self.key = key
     self.readAhead = options.readAhead
-    self.input = rows.makeAsyncIterator()
-    self.asks = LookupAsks(
+    self.linger = options.linger
+    self.lastRowsAt = monotonicSeconds()
+    let asks = LookupAsks(
       client: client, options: options, expectedCEPs: expectedCEPs, editionCheck: editionCheck)
+    self.asks = asks
+    if rows is any ReadInline {
+      self.input = rows.makeAsyncIterator()
+      self.pump = nil
+    } else {
+      self.input = nil
+      self.pump = RowPump(reading: rows, readAhead: options.readAhead, wake: asks.mailbox)
+    }
+  }
+
+  deinit {
+    pump?.stop()
+    lingerTimer?.cancel()
   }
 
   /// The next row's answer, reading rows and sending chunks as needed, on `actor` (the
@@ -95,49 +126,114 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       }
       if let answer = popAnswered() { return answer }
       if !inputDone && held.count - heldHead < readAhead {
-        do {
-          if let row = try await input.next(isolation: actor) {
-            let admission =
-              switch key {
-              case .text(let cep): asks.admit(cep(row), behindOthers: heldHead < held.count)
-              case .number(let cep):
-                asks.admit(number: cep(row), behindOthers: heldHead < held.count)
-              }
-            switch admission {
-            case .answered(let result): return LookupAnswer(row: row, stored: result)
-            case .held(let slot): held.append(Held(row: row, slot: slot, openedAsk: false))
-            case .asked(let slot): held.append(Held(row: row, slot: slot, openedAsk: true))
-            }
-          } else {
-            inputDone = true
+        let row: Row?
+        if let pump {
+          if pumpedHead == pumped.count && !takeRows(from: pump) {
+            // No row for now (or the input just ended: the next turn sees it).
+            if !inputDone, try await waitForAnswers(stalled: true) { return nil }
+            continue
           }
-        } catch {
+          row = pumped[pumpedHead]
+          pumpedHead += 1
+        } else {
+          do {
+            row = try await input!.next(isolation: actor)
+          } catch {
+            inputDone = true
+            inputError = error
+            continue
+          }
+        }
+        guard let row else {
           inputDone = true
-          inputError = error
+          continue
+        }
+        let admission =
+          switch key {
+          case .text(let cep): asks.admit(cep(row), behindOthers: heldHead < held.count)
+          case .number(let cep): asks.admit(number: cep(row), behindOthers: heldHead < held.count)
+          }
+        switch admission {
+        case .answered(let result):
+          if pump != nil { creditOwed += 1 }
+          return LookupAnswer(row: row, stored: result)
+        case .held(let slot): held.append(Held(row: row, slot: slot, openedAsk: false))
+        case .asked(let slot): held.append(Held(row: row, slot: slot, openedAsk: true))
         }
         continue
       }
-      // Nothing more can be read now. At the end of the input, what waits must go, even in a
-      // partial chunk; with the read-ahead full, a partial chunk goes only when the first row
-      // waits for an ask no chunk carries (it would wait for ever). Otherwise the rows ahead
-      // wait for a chunk in flight: a partial chunk now would cost a request that a full one
-      // could have saved.
-      if inputDone || !asks.isSent(held[heldHead].slot) {
-        asks.sendChunks(partial: true)
+      if try await waitForAnswers(stalled: false) { return nil }
+    }
+  }
+
+  /// Nothing more can be read now: sends what must go, and waits for an outcome (or, when
+  /// `stalled`, rows). `true` when the run is over: every row answered and the input ended.
+  ///
+  /// At the end of the input, what waits must go, even in a partial chunk. With the
+  /// read-ahead full, or the input stalled for ``BulkOptions/linger``, a partial chunk goes
+  /// only when the first row waits for an ask no chunk carries (it would wait for ever, or
+  /// for rows that do not come). Otherwise the rows ahead wait for a chunk in flight: a
+  /// partial chunk now would cost a request that a full one could have saved.
+  @inlinable
+  nonisolated(nonsending) func waitForAnswers(stalled: Bool) async throws -> Bool {
+    let firstUnsent = heldHead < held.count && !asks.isSent(held[heldHead].slot)
+    if inputDone || (firstUnsent && (!stalled || lingerIsOver())) {
+      asks.sendChunks(partial: true)
+    } else if firstUnsent {
+      armLinger()
+    }
+    if heldHead == held.count && inputDone {
+      // Every answer is out: the run ends once the cache has them all.
+      await asks.finishStores()
+      stop()
+      if let error = inputError {
+        inputError = nil
+        throw error
       }
-      if heldHead == held.count {
-        // Every answer is out: the run ends once the cache has them all.
-        await asks.finishStores()
-        stop()
-        if let error = inputError {
-          inputError = nil
-          throw error
-        }
-        return nil
-      }
-      precondition(asks.hasChunksInFlight, "a row waits for an ask that is neither queued nor sent")
-      pollCountdown = 0
-      await asks.waitForAnOutcome()
+      return true
+    }
+    precondition(
+      stalled || asks.hasChunksInFlight, "a row waits for an ask that is neither queued nor sent")
+    pollCountdown = 0
+    await asks.waitForAnOutcome()
+    return false
+  }
+
+  /// Takes the rows the pump has read; `false` when there are none (and, when the input has
+  /// ended, marks it so). Gives back the credit of the rows answered since the last take.
+  @usableFromInline
+  func takeRows(from pump: RowPump<Row>) -> Bool {
+    pumped.removeAll(keepingCapacity: true)
+    pumpedHead = 0
+    let (ended, error) = pump.take(into: &pumped, givingBack: creditOwed)
+    creditOwed = 0
+    if !pumped.isEmpty {
+      lastRowsAt = monotonicSeconds()
+      return true
+    }
+    if ended {
+      inputDone = true
+      inputError = error
+    }
+    return false
+  }
+
+  /// Whether no row has come for ``BulkOptions/linger``.
+  @usableFromInline
+  func lingerIsOver() -> Bool { monotonicSeconds() - lastRowsAt >= linger }
+
+  /// Wakes the engine when the linger is over, unless a timer already will (one at a time).
+  @usableFromInline
+  func armLinger() {
+    let now = monotonicSeconds()
+    guard lingerTimer == nil || lingerTimerDeadline <= now else { return }
+    let deadline = lastRowsAt + linger
+    lingerTimerDeadline = deadline
+    let mailbox = asks.mailbox
+    let delay = UInt64(max(0, deadline - now) * 1_000_000_000)
+    lingerTimer = Task {
+      try? await Task.sleep(nanoseconds: delay)
+      mailbox.interrupt()
     }
   }
 
@@ -146,6 +242,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   func stop() {
     finished = true
     asks.stop()
+    pump?.stop()
+    lingerTimer?.cancel()
   }
 
   /// The first held row, when it is answered.
@@ -153,6 +251,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   func popAnswered() -> LookupAnswer<Row>? {
     guard heldHead < held.count, let result = asks.take(held[heldHead].slot) else { return nil }
     let openedAsk = held[heldHead].openedAsk
+    if pump != nil { creditOwed += 1 }
     // Moved out, not copied: the row is not retained twice.
     let row = held[heldHead].row.take()
     heldHead += 1

@@ -100,7 +100,7 @@ final class EnrichReader: @unchecked Sendable {
 /// The rows a synchronous reader gives (`pull`: the next row, `nil` at the end), as the
 /// async sequence the `lookups` stream reads: `batch`'s lines and `enrich`'s records. Each
 /// row is pulled on the caller's actor (`next(isolation:)`), with no executor hop.
-struct PulledRows<Element: Sendable>: AsyncSequence, Sendable {
+struct PulledRows<Element: Sendable>: AsyncSequence, Sendable, ReadInline {
   let pull: @Sendable () throws -> Element?
 
   init(_ pull: @escaping @Sendable () throws -> Element?) { self.pull = pull }
