@@ -82,7 +82,9 @@ let package = Package(
     // Not a product: what several test targets share (child processes started without
     // Foundation's `Process`, whose Linux `run()` can crash a test process with many
     // descriptors open; the transports a test parameterised over transports runs over).
-    .target(name: "CepisTestSupport", dependencies: ["CepisHTTP"], path: "Tests/CepisTestSupport"),
+    .target(
+      name: "CepisTestSupport", dependencies: ["CepisHTTP", "CepisSupport"],
+      path: "Tests/CepisTestSupport"),
     // The transport conformance suite runs against CepisMock over real sockets.
     .testTarget(
       name: "CepisHTTPTests",
@@ -95,7 +97,8 @@ let package = Package(
         "Cepis", "CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments", asyncHTTPClient,
         "CepisCacheStress", "CepisTestSupport",
       ]),
-    .testTarget(name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments"]),
+    .testTarget(
+      name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments", "CepisTestSupport"]),
     .testTarget(
       name: "CPFHubTests",
       dependencies: [

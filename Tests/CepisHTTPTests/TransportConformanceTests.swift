@@ -30,8 +30,9 @@ struct TransportConformanceTests {
   )
   func attemptDeadline(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
-      // The bound is loose for a loaded machine; the answer would come far later.
-      server.script(.cep, [.delayHeaders(10)])
+      // The upper bound is loose for a loaded machine (a test process whose cooperative
+      // pool is busy for seconds); the answer would come far later.
+      server.script(.cep, [.delayHeaders(30)])
       let executor = try makeExecutor(kind, attemptTimeout: 0.3)
       let (outcome, elapsed) = await measure { try await executor.perform(request(server)) }
       guard case .failure(HTTPFailure.timedOut(let message)) = outcome else {
@@ -39,22 +40,22 @@ struct TransportConformanceTests {
         return
       }
       #expect(message.contains("attempt timeout"))
-      #expect(elapsed >= 0.25 && elapsed < 5, "took \(elapsed) s")
+      #expect(elapsed >= 0.25 && elapsed < 15, "took \(elapsed) s")
     }
   }
 
   @Test("the total deadline ends the call, retries included", arguments: testedTransportKinds)
   func totalDeadline(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
-      server.setMode(.cep, [.delayHeaders(10)])
-      let executor = try makeExecutor(kind, attemptTimeout: 8, maxAttempts: 3, totalTimeout: 0.4)
+      server.setMode(.cep, [.delayHeaders(60)])
+      let executor = try makeExecutor(kind, attemptTimeout: 30, maxAttempts: 3, totalTimeout: 0.4)
       let (outcome, elapsed) = await measure { try await executor.perform(request(server)) }
       guard case .failure(HTTPFailure.timedOut(let message)) = outcome else {
         Issue.record("expected the total timeout, got \(outcome)")
         return
       }
       #expect(message.contains("total timeout"))
-      #expect(elapsed >= 0.35 && elapsed < 5, "took \(elapsed) s")
+      #expect(elapsed >= 0.35 && elapsed < 15, "took \(elapsed) s")
     }
   }
 
@@ -87,7 +88,7 @@ struct TransportConformanceTests {
         try await executor.perform(request(server, maxBodyBytes: 64 << 10))
       }
       #expect(outcome.failure == .bodyTooLarge(limit: 64 << 10), "\(outcome)")
-      #expect(elapsed < 5, "took \(elapsed) s")
+      #expect(elapsed < 15, "took \(elapsed) s")
     }
   }
 
@@ -171,12 +172,13 @@ struct TransportConformanceTests {
     let server = try await MockServer.start()
     let url = server.baseURL
     await server.stop()
-    let executor = try makeExecutor(kind, attemptTimeout: 5)
+    // Far sooner than the attempt timeout (the bound is loose for a loaded machine).
+    let executor = try makeExecutor(kind, attemptTimeout: 60)
     let (outcome, elapsed) = await measure {
       try await executor.perform(HTTPRequest(url: url, headers: [], maxBodyBytes: 1 << 20))
     }
     #expect(outcome.failure == .network("connection refused"), "\(outcome)")
-    #expect(elapsed < 3, "took \(elapsed) s")
+    #expect(elapsed < 15, "took \(elapsed) s")
   }
 
   @Test("an unknown host is 'host not found'", arguments: testedTransportKinds)
@@ -197,12 +199,12 @@ struct TransportConformanceTests {
     try await MockServer.withServer { server in
       let port = try #require(server.baseURL.port)
       let url = try #require(URL(string: "https://127.0.0.1:\(port)/01001000"))
-      let executor = try makeExecutor(kind, attemptTimeout: 5)
+      let executor = try makeExecutor(kind, attemptTimeout: 60)
       let (outcome, elapsed) = await measure {
         try await executor.perform(HTTPRequest(url: url, headers: [], maxBodyBytes: 1 << 20))
       }
       #expect(outcome.failure == .network("TLS handshake failed"), "\(outcome)")
-      #expect(elapsed < 5, "took \(elapsed) s")
+      #expect(elapsed < 15, "took \(elapsed) s")
     }
   }
 

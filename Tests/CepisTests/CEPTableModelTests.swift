@@ -1,4 +1,5 @@
 import BrazilianDocuments
+import CepisTestSupport
 import Foundation
 import Testing
 

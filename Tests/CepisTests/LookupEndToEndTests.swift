@@ -204,13 +204,14 @@ struct LookupEndToEndTests {
   @Test("slow headers: a sub-second timeout fires on time", arguments: testedTransportKinds)
   func slowHeaders(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      server.script(.cep, [.delayHeaders(10)])
+      // The upper bound is loose for a loaded machine; the answer would come far later.
+      server.script(.cep, [.delayHeaders(60)])
       let client = fastClient(server, transport, timeout: 0.3, maxAttempts: 1)
       let (result, elapsed) = await measure {
         await #expect(throws: CepisError.self) { try await client.lookup("01001000") }
       }
       _ = result
-      #expect(elapsed < 5, "took \(elapsed) s")
+      #expect(elapsed < 15, "took \(elapsed) s")
       #expect(elapsed >= 0.25, "took \(elapsed) s")
     }
   }
@@ -244,8 +245,8 @@ struct LookupEndToEndTests {
           return true
         }
       }
-      // The body alone would take about 15 s per attempt.
-      #expect(elapsed < 6, "took \(elapsed) s")
+      // The body alone would take about 15 s per attempt, 45 s in all.
+      #expect(elapsed < 15, "took \(elapsed) s")
       #expect(elapsed >= 0.9, "took \(elapsed) s")
     }
   }

@@ -1,5 +1,6 @@
 import BrazilianDocuments
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 

@@ -323,7 +323,7 @@ struct LookupsEndToEndTests {
         task.cancel()
         return await task.result
       }
-      #expect(elapsed < 5)
+      #expect(elapsed < 15)  // the answer would take 30 s
       #expect(throws: CancellationError.self) { try outcome.get() }
       try await waitForClientClose(server, on: .csv)
     }

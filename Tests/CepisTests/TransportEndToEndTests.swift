@@ -107,7 +107,8 @@ struct TransportEndToEndTests {
       // The mock speaks plain HTTP: a TLS ClientHello gets no TLS answer.
       let port = try #require(server.baseURL.port)
       let url = try #require(URL(string: "https://127.0.0.1:\(port)"))
-      let client = makeClient(transport, baseURL: url, maxAttempts: 1)
+      // Far sooner than the attempt timeout (the bound is loose for a loaded machine).
+      let client = makeClient(transport, baseURL: url, timeout: 60, maxAttempts: 1)
       let (_, elapsed) = await measure {
         await #expect {
           try await client.lookup("01001000")
@@ -116,7 +117,7 @@ struct TransportEndToEndTests {
           return true
         }
       }
-      #expect(elapsed < 5, "took \(elapsed) s")
+      #expect(elapsed < 15, "took \(elapsed) s")
     }
   }
 

@@ -1,6 +1,5 @@
+import CepisSupport
 import Foundation
-
-@testable import Cepis
 
 /// Runs CPU-bound `work` off Swift's cooperative pool and off Dispatch's threads, one piece
 /// of work at a time, on a thread of its own at the lowest scheduling priority (on Linux, a
@@ -11,7 +10,7 @@ import Foundation
 ///
 /// Every model-based and seeded test of the suite goes through here, so at most one of them
 /// runs at a time.
-func runOffThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+public func runOffThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
   await withCheckedContinuation { continuation in
     offThePoolThread.async { continuation.resume(returning: work()) }
   }

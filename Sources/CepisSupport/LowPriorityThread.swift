@@ -9,12 +9,13 @@ import Foundation
 /// closure may block, as a busy file makes a statement wait) and off Dispatch's threads,
 /// whose QoS does not lower a thread's priority on Linux.
 ///
-/// A file cache's work runs on one (``AddressCache``, nice 10; why is told at
-/// ``AddressCache/fileThreadNice``); so do the test suite's CPU-bound model tests (nice 19).
+/// A file cache's work runs on one (`AddressCache`, nice 10; why is told at
+/// `AddressCache.fileThreadNice`); so do the test suite's CPU-bound tests (nice 19,
+/// `runOffThePool` in `CepisTestSupport`).
 ///
 /// The thread starts with the first closure and ends once its owner is gone and the
 /// closures given before are done.
-final class LowPriorityThread: Sendable {
+package final class LowPriorityThread: Sendable {
   private let box: Box
 
   /// The state the thread shares with its owner: the thread holds the box, never the owner.
@@ -66,7 +67,7 @@ final class LowPriorityThread: Sendable {
   /// A thread named `name` (the system keeps its first 15 bytes) that runs at nice
   /// `niceValue` on Linux (glibc), or higher if its creator's is; on Apple platforms at the
   /// utility quality of service (background from nice 19).
-  init(name: String, niceValue: Int32) { box = Box(name: name, niceValue: niceValue) }
+  package init(name: String, niceValue: Int32) { box = Box(name: name, niceValue: niceValue) }
 
   deinit {
     box.condition.lock()
@@ -76,7 +77,7 @@ final class LowPriorityThread: Sendable {
   }
 
   /// Runs `work` on the thread, after every closure given before it.
-  func async(_ work: @escaping @Sendable () -> Void) {
+  package func async(_ work: @escaping @Sendable () -> Void) {
     let box = self.box
     box.condition.lock()
     box.pending.append(work)
@@ -94,7 +95,7 @@ final class LowPriorityThread: Sendable {
   }
 
   /// Runs `work` on the thread `delay` from now (after what was given before it then).
-  func asyncAfter(_ delay: DispatchTimeInterval, _ work: @escaping @Sendable () -> Void) {
+  package func asyncAfter(_ delay: DispatchTimeInterval, _ work: @escaping @Sendable () -> Void) {
     DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in async(work) }
   }
 }
