@@ -207,3 +207,23 @@ func reportBulkFetch(
   report("cpu_s", format(cpu))
   report("cpu_us_per_cep", format(cpu / Double(ceps) * 1e6, 3))
 }
+
+/// CEP strings as an asynchronous sequence that never waits (a fast cursor): what
+/// `lookups(_:options:)` reads through its reader task.
+struct AsyncCEPs: AsyncSequence, Sendable {
+  typealias Element = String
+  let ceps: [String]
+
+  func makeAsyncIterator() -> Iterator { Iterator(ceps: ceps) }
+
+  struct Iterator: AsyncIteratorProtocol {
+    let ceps: [String]
+    var index = 0
+
+    mutating func next() async -> String? {
+      guard index < ceps.count else { return nil }
+      defer { index += 1 }
+      return ceps[index]
+    }
+  }
+}

@@ -115,8 +115,19 @@ case "bulk":
         }
       }
     } catch { fail("lookups: \(error)") }
+  case "lookups-async":
+    // The same CEPs from an asynchronous sequence (as a database cursor would give them): read
+    // by the stream's reader task, not inline.
+    do {
+      for try await answer in client.lookups(AsyncCEPs(ceps: inputs)) {
+        switch answer.result {
+        case .success(let address): if address != nil { resolved += 1 }
+        case .failure(let error): fail("lookups: row \(answer.row): \(error)")
+        }
+      }
+    } catch { fail("lookups: \(error)") }
   default:
-    fail("--api lookupMany|lookups")
+    fail("--api lookupMany|lookups|lookups-async")
   }
   let wall = Double(nowNanos() - t0) / 1e9
   let cpu = processCPUSeconds() - cpu0

@@ -62,6 +62,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   /// The reader of an input that can pause (`nil`: read inline), the rows taken from it and
   /// not yet admitted, and the rows answered since credit was last given back to it.
   @usableFromInline let pump: RowPump<Row>?
+  /// The input, until the pump's reader starts reading it (with the first `next()`).
+  @usableFromInline @exclusivity(unchecked) var unreadRows: Rows?
   @usableFromInline @exclusivity(unchecked) var pumped: [Row] = []
   @usableFromInline @exclusivity(unchecked) var pumpedHead = 0
   @usableFromInline @exclusivity(unchecked) var creditOwed = 0
@@ -97,7 +99,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       self.pump = nil
     } else {
       self.input = nil
-      self.pump = RowPump(reading: rows, readAhead: options.readAhead, wake: asks.mailbox)
+      self.pump = RowPump(readAhead: options.readAhead, wake: asks.mailbox)
+      self.unreadRows = rows
     }
   }
 
@@ -110,6 +113,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   /// caller's: no executor hop per row).
   @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws -> LookupAnswer<Row>? {
+    if unreadRows != nil { startReader() }
     while true {
       guard !finished else { return nil }
       // Cancellation and the mailbox (a lock) are looked at every few rows, not every row:
@@ -164,6 +168,36 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       }
       if try await waitForAnswers(stalled: false) { return nil }
     }
+  }
+
+  /// Starts the pump's reader: a task of its own (detached: not on the consumer's actor) that
+  /// reads the input into the pump until it ends, throws, or the stream stops.
+  @inlinable
+  func startReader() {
+    guard let pump, let rows = unreadRows else { return }
+    unreadRows = nil
+    let reader = Task.detached {
+      var iterator = rows.makeAsyncIterator()
+      while true {
+        let row: Row?
+        do {
+          row = try await iterator.next()
+        } catch {
+          pump.end(error)
+          return
+        }
+        guard let row else {
+          pump.end(nil)
+          return
+        }
+        switch pump.offer(row) {
+        case .more: continue
+        case .full: if await !pump.waitForCredit() { return }
+        case .stopped: return
+        }
+      }
+    }
+    pump.attach(reader: reader)
   }
 
   /// Nothing more can be read now: sends what must go, and waits for an outcome (or, when

@@ -16,9 +16,12 @@ package protocol ReadInline {}
 
 extension AsyncRows: ReadInline {}
 
-/// Reads an asynchronous sequence of rows on a task of its own, at most `readAhead` rows ahead
-/// of the engine's consumer: the reader takes one credit per row and waits when none is left;
-/// the engine gives one back for each row it answers (see ``take(into:givingBack:)``).
+/// Where a reader task leaves the rows of an asynchronous sequence, at most `readAhead` rows
+/// ahead of the engine's consumer: the reader takes one credit per row and waits when none is
+/// left; the engine gives one back for each row it answers (see ``take(into:givingBack:)``).
+/// The reader's loop is the engine's (``LookupEngine/startReader()``), so that it is
+/// specialised for the input's type in the caller's module: here, a generic loop paid a
+/// frame allocation and metadata look-ups per row.
 ///
 /// Every row, the input's end and its error are left in one locked state; the engine is woken
 /// through its ``ChunkMailbox`` when the buffer goes from empty to not (and at the end), so a
@@ -38,12 +41,17 @@ final class RowPump<Row: Sendable>: Sendable {
   private let state: LockedValue<State>
   private let wake: ChunkMailbox
 
-  /// Starts reading `rows`, at most `readAhead` of them not yet given back.
-  init<Rows: AsyncSequence & Sendable>(reading rows: Rows, readAhead: Int, wake: ChunkMailbox)
-  where Rows.Element == Row {
+  /// A pump that lets its reader read at most `readAhead` rows not yet given back; the
+  /// reader itself is started by the engine (``attach(reader:)``), in code specialised for
+  /// the input's type.
+  init(readAhead: Int, wake: ChunkMailbox) {
     self.state = LockedValue(State(credit: max(1, readAhead)))
     self.wake = wake
-    let reader = Task { [self] in await self.read(rows) }
+  }
+
+  /// Keeps the reader's task, to cancel it on ``stop()`` (at once when stopped already).
+  @usableFromInline
+  func attach(reader: Task<Void, Never>) {
     let stoppedAlready = state.withLock { state in
       state.reader = reader
       return state.stopped
@@ -51,35 +59,33 @@ final class RowPump<Row: Sendable>: Sendable {
     if stoppedAlready { reader.cancel() }
   }
 
-  private func read<Rows: AsyncSequence>(_ rows: Rows) async where Rows.Element == Row {
-    var iterator = rows.makeAsyncIterator()
-    while true {
-      let row: Row?
-      do {
-        row = try await iterator.next(isolation: nil)
-      } catch {
-        end(error)
-        return
-      }
-      guard let row else {
-        end(nil)
-        return
-      }
-      guard await append(row) else { return }
-    }
+  /// What the reader does after offering a row.
+  @usableFromInline
+  enum Offer {
+    /// Read the next row.
+    case more
+    /// Wait for credit (``waitForCredit()``) before reading another.
+    case full
+    /// Stop reading: the stream is over.
+    case stopped
   }
 
-  /// Leaves `row` for the engine; waits while no credit is left. `false` once stopped.
-  private func append(_ row: Row) async -> Bool {
-    let (stopped, wasEmpty, mustWait) = state.withLock { state in
-      guard !state.stopped else { return (true, false, false) }
+  /// Leaves `row` for the engine, waking it when the buffer was empty.
+  @usableFromInline
+  func offer(_ row: Row) -> Offer {
+    let (offer, wasEmpty) = state.withLock { state -> (Offer, Bool) in
+      guard !state.stopped else { return (.stopped, false) }
       state.rows.append(row)
       state.credit -= 1
-      return (false, state.rows.count == 1, state.credit <= 0)
+      return (state.credit > 0 ? .more : .full, state.rows.count == 1)
     }
-    if stopped { return false }
     if wasEmpty { wake.interrupt() }
-    guard mustWait else { return true }
+    return offer
+  }
+
+  /// Returns once the engine has given credit back (`true`) or the stream is over (`false`).
+  @usableFromInline
+  func waitForCredit() async -> Bool {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let now = state.withLock { state in
         if state.stopped || state.credit > 0 { return true }
@@ -91,7 +97,9 @@ final class RowPump<Row: Sendable>: Sendable {
     return state.withLock { !$0.stopped }
   }
 
-  private func end(_ error: (any Error)?) {
+  /// The input ended (`error`: it threw).
+  @usableFromInline
+  func end(_ error: (any Error)?) {
     state.withLock { state in
       state.ended = true
       state.error = error
