@@ -170,13 +170,14 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     }
   }
 
-  /// Starts the pump's reader: a task of its own (detached: not on the consumer's actor) that
-  /// reads the input into the pump until it ends, throws, or the stream stops.
+  /// Starts the pump's reader: a task of its own (detached: not on the consumer's actor; at
+  /// the consumer's priority) that reads the input into the pump until it ends, throws, or
+  /// the stream stops.
   @inlinable
   func startReader() {
     guard let pump, let rows = unreadRows else { return }
     unreadRows = nil
-    let reader = Task.detached {
+    let reader = Task.detached(priority: Task.currentPriority) {
       var iterator = rows.makeAsyncIterator()
       while true {
         let row: Row?

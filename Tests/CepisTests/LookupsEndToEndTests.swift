@@ -95,6 +95,11 @@ struct LookupsEndToEndTests {
     return answers
   }
 
+  /// How many CEPs each `/csv` request carried, in the order the server saw them.
+  static func chunkSizes(_ server: MockServer) -> [Int] {
+    requests(server, on: .csv).map { $0.query?.split(separator: ",").count ?? 0 }
+  }
+
   static func distinctValid(_ rows: [Customer]) -> Set<String> {
     Set(rows.compactMap { try? normalizeCEP($0.cep) })
   }
@@ -161,7 +166,7 @@ struct LookupsEndToEndTests {
       let answers = try await Self.collect(
         fastClient(server, transport).lookups(AsyncRows(rows), cep: { $0.cep }))
       Self.check(answers, rows, server)
-      let sizes = requests(server, on: .csv).map { $0.query?.split(separator: ",").count ?? 0 }
+      let sizes = Self.chunkSizes(server)
       #expect(sizes.sorted() == [250, 500, 500])
     }
   }
@@ -174,7 +179,7 @@ struct LookupsEndToEndTests {
       let answers = try await Self.collect(
         fastClient(server, transport).lookups(AsyncRows(rows), cep: { $0.cep }, options: options))
       Self.check(answers, rows, server)
-      let sizes = requests(server, on: .csv).map { $0.query?.split(separator: ",").count ?? 0 }
+      let sizes = Self.chunkSizes(server)
       #expect(sizes.allSatisfy { $0 <= 100 })
       #expect(sizes.reduce(0, +) == 600)
     }
@@ -227,9 +232,7 @@ struct LookupsEndToEndTests {
       let answers = try await Self.collect(
         fastClient(server, transport).lookups(AsyncRows(rows), cep: { $0.cep }, options: options))
       Self.check(answers, rows, server)
-      let asked = requests(server, on: .csv).reduce(0) {
-        $0 + ($1.query?.split(separator: ",").count ?? 0)
-      }
+      let asked = Self.chunkSizes(server).reduce(0, +)
       #expect(asked > Self.distinctValid(rows).count)
     }
   }

@@ -59,7 +59,7 @@ struct LookupsPausedInputTests {
       }
       LookupsEndToEndTests.check(answered ?? [], first, server)
       // One request, a partial chunk of the three distinct valid CEPs.
-      let sizes = requests(server, on: .csv).map { $0.query?.split(separator: ",").count ?? 0 }
+      let sizes = LookupsEndToEndTests.chunkSizes(server)
       #expect(sizes == [3])
 
       // Then the rows come again, and end.
@@ -95,7 +95,7 @@ struct LookupsPausedInputTests {
         fastClient(server, transport).lookups(input, cep: { $0.cep }, options: options))
       await producer.value
       LookupsEndToEndTests.check(answers, all, server)
-      let sizes = requests(server, on: .csv).map { $0.query?.split(separator: ",").count ?? 0 }
+      let sizes = LookupsEndToEndTests.chunkSizes(server)
       #expect(sizes.sorted() == [250, 500, 500])
     }
   }
