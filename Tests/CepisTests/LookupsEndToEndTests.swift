@@ -155,16 +155,35 @@ struct LookupsEndToEndTests {
     }
   }
 
-  @Test(arguments: testedTransportKinds)
-  func onlyFullChunksWhileRowsKeepComingAPartialOneAtTheEnd(transport: Transport.Kind)
-    async throws
-  {
+  /// The rows of a plain sequence (read inline), or of an asynchronous one whose producer
+  /// yields its turn every few rows, so that the stream's reader task often finds no row
+  /// waiting: a pause far shorter than the linger, which must not send a partial chunk.
+  @Test(arguments: testedTransportKinds, [false, true])
+  func onlyFullChunksWhileRowsKeepComingAPartialOneAtTheEnd(
+    transport: Transport.Kind, asynchronous: Bool
+  ) async throws {
     try await withMockServer { server in
       // 1,250 distinct CEPs, each twice, the second time 1,250 rows later.
       let ceps = (0..<1_250).map { String(10_000_000 + $0 * 3) }
       let rows = (ceps + ceps).enumerated().map { Customer(id: $0, cep: $1) }
-      let answers = try await Self.collect(
-        fastClient(server, transport).lookups(AsyncRows(rows), cep: { $0.cep }))
+      let client = fastClient(server, transport)
+      let answers: [LookupAnswer<Customer>]
+      if asynchronous {
+        let (input, continuation) = AsyncStream.makeStream(of: Customer.self)
+        let producer = Task {
+          for (index, row) in rows.enumerated() {
+            continuation.yield(row)
+            if index % 7 == 0 { await Task.yield() }
+            if index % 500 == 0 { try? await Task.sleep(nanoseconds: 2_000_000) }
+          }
+          continuation.finish()
+        }
+        answers = try await Self.collect(
+          client.lookups(input, cep: { $0.cep }, options: BulkOptions(linger: 60)))
+        await producer.value
+      } else {
+        answers = try await Self.collect(client.lookups(AsyncRows(rows), cep: { $0.cep }))
+      }
       Self.check(answers, rows, server)
       let sizes = Self.chunkSizes(server)
       #expect(sizes.sorted() == [250, 500, 500])

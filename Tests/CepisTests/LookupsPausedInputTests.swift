@@ -7,8 +7,9 @@ import Testing
 @testable import Cepis
 
 /// An asynchronous input that pauses (rows from a queue, a socket, a form) never holds the
-/// answers of the rows already read: they come within ``BulkOptions/linger`` of the pause,
-/// while rows that keep coming still fill whole chunks.
+/// answers of the rows already read: they come within ``BulkOptions/linger`` of the pause.
+/// (That rows which keep coming still fill whole chunks is checked with the plain sequence's
+/// case, in `LookupsEndToEndTests`.)
 @Suite("lookups over an input that pauses, against CepisMock", .serialized)
 struct LookupsPausedInputTests {
   /// `body`'s result, or an issue recorded (and `nil`) when it takes longer than `seconds`:
@@ -74,34 +75,7 @@ struct LookupsPausedInputTests {
   }
 
   @Test(arguments: testedTransportKinds)
-  func rowsThatKeepComingFillWholeChunks(transport: Transport.Kind) async throws {
-    try await withMockServer { server in
-      // 1,250 distinct CEPs, each twice, the second time 1,250 rows later; the producer
-      // yields its turn every few rows, so the engine often finds no row waiting (a pause far
-      // shorter than the linger).
-      let ceps = (0..<1_250).map { String(10_000_000 + $0 * 3) }
-      let all = (ceps + ceps).enumerated().map { Customer(id: $0, cep: $1) }
-      let (input, rows) = AsyncStream.makeStream(of: Customer.self)
-      let producer = Task {
-        for (index, row) in all.enumerated() {
-          rows.yield(row)
-          if index % 7 == 0 { await Task.yield() }
-          if index % 500 == 0 { try? await Task.sleep(nanoseconds: 2_000_000) }
-        }
-        rows.finish()
-      }
-      let options = BulkOptions(linger: 60)
-      let answers = try await LookupsEndToEndTests.collect(
-        fastClient(server, transport).lookups(input, cep: { $0.cep }, options: options))
-      await producer.value
-      LookupsEndToEndTests.check(answers, all, server)
-      let sizes = LookupsEndToEndTests.chunkSizes(server)
-      #expect(sizes.sorted() == [250, 500, 500])
-    }
-  }
-
-  @Test(arguments: testedTransportKinds)
-  func aPauseShorterThanTheLingerSendsNothing(transport: Transport.Kind) async throws {
+  func aPartialChunkWaitsForTheLinger(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let (input, rows) = AsyncStream.makeStream(of: Customer.self)
       let first = (0..<3).map { Customer(id: $0, cep: String(10_000_000 + $0 * 3)) }
