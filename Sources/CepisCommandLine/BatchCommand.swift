@@ -1,12 +1,20 @@
 import Cepis
 import CepisSupport
+import Foundation
 
 /// `cepis batch [FILE|-]`: CEPs one per line, answered in order through the `lookups` stream
 /// (each distinct CEP asked once per run while the stream's memo holds it, chunks of 500),
 /// through the address cache unless `--no-cache`.
+///
+/// An input that can pause — a pipe, a terminal, a socket (`producer | cepis batch`) — is read
+/// on a thread of its own (``StreamedLines``), so the stream answers the lines already read
+/// while the producer is quiet, and output is flushed at most ``flushInterval`` after an
+/// answer is written. A regular file is read inline, the fast path.
 enum BatchCommand {
   /// Rows written between two flushes of the output.
   static let flushEvery = 2_000
+  /// The longest an answer written waits in the output buffer.
+  static let flushInterval = 0.1
 
   static func run(_ context: Context) async throws -> ToolStatus {
     let format = try context.format()
@@ -25,7 +33,9 @@ enum BatchCommand {
     writer.begin()
     var worst = ToolStatus.success
     var written = 0
-    for try await answer in client.lookups(PulledRows(LineReader(input: input).next)) {
+    let flusher = PeriodicFlush(console, every: Self.flushInterval)
+    defer { flusher.stop() }
+    func write(_ answer: LookupAnswer<String>) {
       let result = CEPResult(input: answer.row, answer: answer.result)
       worst = max(worst, ToolStatus.of([result.status]))
       console.noteFailure(in: result.status)
@@ -34,8 +44,87 @@ enum BatchCommand {
       written += 1
       if written % Self.flushEvery == 0 { console.flush() }
     }
+    if input.size == nil {
+      for try await answer in client.lookups(StreamedLines(input: input)) { write(answer) }
+    } else {
+      for try await answer in client.lookups(PulledRows(LineReader(input: input).next)) {
+        write(answer)
+      }
+    }
     writer.end()
     return worst
+  }
+}
+
+/// Flushes a console's stdout every `interval` seconds, on a thread of its own, until
+/// stopped: an answer written never waits in the buffer for the next ones, however long the
+/// input pauses. The flush takes the console's lock, so output stays in order.
+final class PeriodicFlush: Sendable {
+  private let stopped = LockedValue(false)
+
+  init(_ console: Console, every interval: Double) {
+    let stopped = self.stopped
+    let thread = Thread {
+      while !stopped.withLock({ $0 }) {
+        Thread.sleep(forTimeInterval: interval)
+        console.flush()
+      }
+    }
+    thread.name = "cepis-flush"
+    thread.start()
+  }
+
+  /// Ends the flushing (the thread exits within one interval).
+  func stop() { stopped.withLock { $0 = true } }
+}
+
+/// The lines of an input that can pause (a pipe, a terminal, a socket), as an asynchronous
+/// sequence the `lookups` stream reads through its reader task (it is not ``ReadInline``).
+/// Each `read(2)` — which blocks while the producer is quiet — runs on a thread of its own,
+/// never on one of Swift's concurrency pool, which the stream's requests need meanwhile.
+///
+/// `@unchecked Sendable`: its iterator is made and advanced by the stream's one reader task.
+struct StreamedLines: AsyncSequence, @unchecked Sendable {
+  let input: InputFile
+
+  func makeAsyncIterator() -> Iterator { Iterator(reader: BlockReader(input: input)) }
+
+  struct Iterator: AsyncIteratorProtocol {
+    let reader: BlockReader
+    var lines = LineSplitter()
+    var done = false
+
+    /// The next line without its line end; `nil` at the end of the input.
+    mutating func next() async throws -> String? {
+      while true {
+        if let line = lines.next() { return line }
+        if done { return nil }
+        let chunk = try await reader.read()
+        if chunk.isEmpty {
+          lines.finish()
+          done = true
+        } else {
+          lines.append(chunk)
+        }
+      }
+    }
+  }
+
+  /// Reads blocks of an input on a thread of its own (at the program's priority: nice 0
+  /// changes nothing), one block per `read()`. A reader stopped while the input is quiet
+  /// leaves its thread waiting for the input's next bytes or end; the thread then ends.
+  final class BlockReader: @unchecked Sendable {
+    private let input: InputFile
+    private let thread = LowPriorityThread(name: "cepis-stdin", niceValue: 0)
+
+    init(input: InputFile) { self.input = input }
+
+    /// The next bytes available (empty at the end of the input).
+    func read() async throws -> [UInt8] {
+      try await withCheckedThrowingContinuation { continuation in
+        thread.async { continuation.resume(with: Result { try self.input.read() }) }
+      }
+    }
   }
 }
 

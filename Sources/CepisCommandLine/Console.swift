@@ -52,16 +52,18 @@ final class Console: Sendable {
   }
 
   /// Writes data to stdout (buffered; see ``flush()``).
+  ///
+  /// Bytes reach stdout under the lock that buffers them, so that a ``flush()`` from another
+  /// thread (`batch`'s periodic one) can never write later bytes before earlier ones.
   func out(_ text: String) {
     let bytes = Array(text.utf8)
     let capturing = self.capturing
-    let pending: [UInt8]? = buffers.withLock { buffers in
+    buffers.withLock { buffers in
       buffers.out.append(contentsOf: bytes)
-      guard !capturing, buffers.out.count >= 1 << 16 else { return nil }
-      defer { buffers.out.removeAll(keepingCapacity: true) }
-      return buffers.out
+      guard !capturing, buffers.out.count >= 1 << 16 else { return }
+      writeAll(1, buffers.out)
+      buffers.out.removeAll(keepingCapacity: true)
     }
-    if let pending { writeAll(1, pending) }
   }
 
   /// Writes a diagnostic line to stderr, at once.
@@ -100,15 +102,14 @@ final class Console: Sendable {
     err("cepis: \(message)\n")
   }
 
-  /// Writes what stdout has buffered.
+  /// Writes what stdout has buffered; safe from any thread (see ``out(_:)``).
   func flush() {
     let capturing = self.capturing
-    let pending: [UInt8] = buffers.withLock { buffers in
-      guard !capturing else { return [] }
-      defer { buffers.out.removeAll(keepingCapacity: true) }
-      return buffers.out
+    buffers.withLock { buffers in
+      guard !capturing, !buffers.out.isEmpty else { return }
+      writeAll(1, buffers.out)
+      buffers.out.removeAll(keepingCapacity: true)
     }
-    if !pending.isEmpty { writeAll(1, pending) }
   }
 
   /// What was written to stdout (capturing consoles only).
