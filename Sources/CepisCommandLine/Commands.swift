@@ -46,9 +46,10 @@ enum Commands {
   static let batch = CommandSpec(
     name: "batch", abstract: "look up CEPs read one per line, through the batch endpoint",
     discussion: "Prints one result per input line, in the same order (a blank line gives an\n"
-      + "'invalid' result). Reads stdin when FILE is '-' or absent. Answers are kept in\n"
-      + "the address cache (see 'cepis cache'): a CEP is asked again only when the DNE\n"
-      + "edition changes.",
+      + "'invalid' result). Reads stdin when FILE is '-' or absent. From a pipe or a\n"
+      + "terminal, the lines read are answered while the input pauses, and output is\n"
+      + "flushed within 0.1 s of an answer. Answers are kept in the address cache (see\n"
+      + "'cepis cache'): a CEP is asked again only when the DNE edition changes.",
     options: [formatOption] + CacheOptions.specs,
     positionals: [PositionalSpec(name: "FILE", help: "CEPs, one per line", optional: true)])
 

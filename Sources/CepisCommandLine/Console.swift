@@ -56,7 +56,11 @@ final class Console: Sendable {
   /// Bytes reach stdout under the lock that buffers them, so that a ``flush()`` from another
   /// thread (`batch`'s periodic one) can never write later bytes before earlier ones.
   func out(_ text: String) {
-    let bytes = Array(text.utf8)
+    out(bytes: Array(text.utf8))
+  }
+
+  /// Writes UTF-8 bytes to stdout (buffered; see ``flush()``), as ``out(_:)`` does.
+  func out(bytes: [UInt8]) {
     let capturing = self.capturing
     buffers.withLock { buffers in
       buffers.out.append(contentsOf: bytes)

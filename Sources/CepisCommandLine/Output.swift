@@ -185,6 +185,9 @@ struct RecordWriter {
   let console: Console
   let csvHeader: [String]
   private var count = 0
+  /// One row's bytes, reused from row to row (CSV and JSON are built as bytes, never as a
+  /// `String`).
+  private var scratch: [UInt8] = []
 
   init(format: OutputFormat, console: Console, csvHeader: [String]) {
     self.format = format
@@ -201,13 +204,29 @@ struct RecordWriter {
     }
   }
 
-  /// Writes one row.
-  mutating func write(text: @autoclosure () -> String, json: JSONValue, csv: [String]) {
+  /// Writes one row; only the format's own rendering is built.
+  mutating func write(
+    text: @autoclosure () -> String, json: @autoclosure () -> JSONValue,
+    csv: @autoclosure () -> [String]
+  ) {
+    scratch.removeAll(keepingCapacity: true)
     switch format {
-    case .text: console.out(text() + "\n")
-    case .ndjson: console.out(json.rendered + "\n")
-    case .csv: console.out(csvRow(csv))
-    case .json: console.out((count == 0 ? "\n" : ",\n") + json.rendered)
+    case .text:
+      console.out(text() + "\n")
+    case .ndjson:
+      json().append(to: &scratch)
+      scratch.append(10)
+      console.out(bytes: scratch)
+    case .csv:
+      CSVField.appendRow(csv(), to: &scratch)
+      scratch.append(13)
+      scratch.append(10)
+      console.out(bytes: scratch)
+    case .json:
+      if count > 0 { scratch.append(UInt8(ascii: ",")) }
+      scratch.append(10)
+      json().append(to: &scratch)
+      console.out(bytes: scratch)
     }
     count += 1
   }

@@ -83,28 +83,56 @@ package indirect enum JSONValue: Sendable, Equatable, ExpressibleByDictionaryLit
     }
   }
 
-  /// Appends `text` as a JSON string literal.
+  /// Appends `text` as a JSON string literal: `"` and `\` escaped, control characters as
+  /// `\n`, `\r`, `\t` or `\u00XX`, and U+2028 and U+2029 (valid in JSON, not in JavaScript
+  /// source) as `\u2028` and `\u2029`. Runs of bytes that need no escape are copied whole.
   package static func appendString(_ text: String, to out: inout [UInt8]) {
-    let hex = Array("0123456789abcdef".utf8)
     out.append(UInt8(ascii: "\""))
-    var previous: (UInt8, UInt8) = (0, 0)
-    for byte in text.utf8 {
-      switch byte {
-      case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
-      case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
-      case UInt8(ascii: "\n"): out.append(contentsOf: [92, 110])
-      case UInt8(ascii: "\r"): out.append(contentsOf: [92, 114])
-      case UInt8(ascii: "\t"): out.append(contentsOf: [92, 116])
-      case 0..<0x20:
-        out.append(contentsOf: [92, 117, 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-      case 0xA8...0xA9 where previous == (0xE2, 0x80):
-        // U+2028 and U+2029 (E2 80 A8/A9): valid in JSON, but not in JavaScript source.
-        out.removeLast(2)
-        out.append(contentsOf: Array(#"\u202"#.utf8) + [byte == 0xA8 ? 56 : 57])
-      default: out.append(byte)
+    var text = text
+    text.withUTF8 { bytes in
+      var start = 0
+      var index = 0
+      while index < bytes.count {
+        let byte = bytes[index]
+        // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
+        let lineSeparator =
+          (byte == 0xA8 || byte == 0xA9) && index >= 2 && bytes[index - 2] == 0xE2
+          && bytes[index - 1] == 0x80
+        guard
+          byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20
+            || lineSeparator
+        else {
+          index += 1
+          continue
+        }
+        // The run before this byte (without the E2 80 of a line separator, which it
+        // replaces: those two bytes never need an escape, so the run holds them).
+        let end = lineSeparator ? index - 2 : index
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
+        out.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
+        case UInt8(ascii: "\n"): out.append(UInt8(ascii: "n"))
+        case UInt8(ascii: "\r"): out.append(UInt8(ascii: "r"))
+        case UInt8(ascii: "\t"): out.append(UInt8(ascii: "t"))
+        case 0xA8, 0xA9:  // only as the end of a line separator (the guard above)
+          out.append(contentsOf: "u202".utf8)
+          out.append(byte == 0xA8 ? UInt8(ascii: "8") : UInt8(ascii: "9"))
+        default:
+          out.append(contentsOf: "u00".utf8)
+          out.append(hexDigit(byte >> 4))
+          out.append(hexDigit(byte & 15))
+        }
+        index += 1
+        start = index
       }
-      previous = (previous.1, byte)
+      out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count]))
     }
     out.append(UInt8(ascii: "\""))
+  }
+
+  /// A lowercase hexadecimal digit for `nibble` (0–15).
+  private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+    nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
   }
 }

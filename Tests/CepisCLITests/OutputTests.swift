@@ -1,5 +1,6 @@
 import Cepis
 import CepisSupport
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -39,6 +40,63 @@ struct OutputTests {
     let array = JSONValue.array([.string(text)])
     let decoded = try JSONSerialization.jsonObject(with: Data(array.bytes)) as? [String]
     #expect(decoded == [text])
+  }
+
+  /// The JSON string writer copies runs of plain bytes whole; a plain reference escapes byte
+  /// by byte. Over 200,000 seeded strings drawn from the characters that matter (quotes,
+  /// backslashes, every control character, DEL, U+2028/U+2029 and their neighbours U+2020
+  /// and U+2027, which share the first two bytes, accents, an emoji), both write the same
+  /// bytes. Runs off the concurrency pool (`runOffThePool`).
+  @Test func jsonStringMatchesAPlainReference() async {
+    let mismatches = await runOffThePool { Self.jsonStringMismatches(count: 200_000) }
+    #expect(mismatches.isEmpty, "first strings written differently: \(mismatches)")
+  }
+
+  /// The first (at most 5) of `count` seeded strings that `JSONValue.appendString` writes
+  /// differently from a plain reference.
+  static func jsonStringMismatches(count: Int) -> [String] {
+    func reference(_ text: String) -> [UInt8] {
+      let hex = Array("0123456789abcdef".utf8)
+      var out: [UInt8] = [34]
+      var previous: (UInt8, UInt8) = (0, 0)
+      for byte in text.utf8 {
+        switch byte {
+        case 34: out += [92, 34]
+        case 92: out += [92, 92]
+        case 10: out += [92, 110]
+        case 13: out += [92, 114]
+        case 9: out += [92, 116]
+        case 0..<0x20: out += [92, 117, 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+        case 0xA8...0xA9 where previous == (0xE2, 0x80):
+          out.removeLast(2)
+          out += Array("\\u202".utf8) + [byte == 0xA8 ? 56 : 57]
+        default: out.append(byte)
+        }
+        previous = (previous.1, byte)
+      }
+      return out + [34]
+    }
+    var alphabet: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "é", "ç", "\u{7F}"]
+    alphabet += [0x2020, 0x2027, 0x2028, 0x2029, 0x202A, 0x1F600].compactMap(Unicode.Scalar.init)
+    alphabet += (0..<0x20).map { Unicode.Scalar(UInt8($0)) }
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    func next() -> Int {
+      state ^= state << 13
+      state ^= state >> 7
+      state ^= state << 17
+      return Int(truncatingIfNeeded: state >> 1)
+    }
+    var mismatches: [String] = []
+    for _ in 0..<count {
+      var text = ""
+      for _ in 0..<(next() % 25) { text.unicodeScalars.append(alphabet[next() % alphabet.count]) }
+      var written: [UInt8] = []
+      JSONValue.appendString(text, to: &written)
+      if written != reference(text) && mismatches.count < 5 {
+        mismatches.append(text.debugDescription)
+      }
+    }
+    return mismatches
   }
 
   @Test func resultRecordIsStable() {
