@@ -1,3 +1,4 @@
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -37,15 +38,26 @@ struct FastJSONTests {
   }
 
   @Test("mutated answers: the fast reader agrees with JSONDecoder or steps aside")
-  func mutations() throws {
+  func mutations() async {
+    // Seconds of CPU: off the concurrency pool, which the suite's timing tests need.
+    let found = await runOffThePool { Self.mutationFindings() }
+    #expect(found.failures.isEmpty, "read differently: \(found.failures.prefix(5))")
+    #expect(found.checked > 3_000)
+    #expect(found.fastHits > 500)  // the benign mutations still take the fast path
+  }
+
+  /// Mutated and truncated sample answers that the fast reader reads differently from
+  /// `JSONDecoder` (or reads at all, when truncated), and how many were checked and read.
+  static func mutationFindings() -> (failures: [String], checked: Int, fastHits: Int) {
     var generator = SystemRandomNumberGenerator()
     var fastHits = 0
     var checked = 0
+    var failures: [String] = []
     func check(_ body: Data) {
       checked += 1
       guard let fast = Address.fastCepisAnswer(body) else { return }
       fastHits += 1
-      #expect(fast == Self.slow(body), "\(String(decoding: body, as: UTF8.self))")
+      if fast != Self.slow(body) { failures.append(String(decoding: body, as: UTF8.self)) }
     }
     let textMutations: [(String) -> String] = [
       { $0.replacingOccurrences(of: "\"uf\":", with: " \n\t\"uf\" :  ") },
@@ -89,7 +101,9 @@ struct FastJSONTests {
       if checked < 2_000 {
         for cut in 0..<body.count {
           let prefix = body.prefix(cut)
-          #expect(Address.fastCepisAnswer(prefix) == nil)
+          if Address.fastCepisAnswer(prefix) != nil {
+            failures.append("truncated: " + String(decoding: prefix, as: UTF8.self))
+          }
         }
       }
       // Random byte damage, including invalid UTF-8.
@@ -100,7 +114,6 @@ struct FastJSONTests {
         check(Data(bytes))
       }
     }
-    #expect(checked > 3_000)
-    #expect(fastHits > 500)  // the benign mutations still take the fast path
+    return (failures, checked, fastHits)
   }
 }
