@@ -92,20 +92,13 @@ struct StreamedLines: AsyncSequence, @unchecked Sendable {
   struct Iterator: AsyncIteratorProtocol {
     let reader: BlockReader
     var lines = LineSplitter()
-    var done = false
 
     /// The next line without its line end; `nil` at the end of the input.
     mutating func next() async throws -> String? {
       while true {
         if let line = lines.next() { return line }
-        if done { return nil }
-        let chunk = try await reader.read()
-        if chunk.isEmpty {
-          lines.finish()
-          done = true
-        } else {
-          lines.append(chunk)
-        }
+        if lines.atEnd { return nil }
+        lines.feed(try await reader.read())
       }
     }
   }
@@ -135,7 +128,6 @@ struct StreamedLines: AsyncSequence, @unchecked Sendable {
 final class LineReader: @unchecked Sendable {
   private let input: InputFile
   private var lines = LineSplitter()
-  private var done = false
 
   init(input: InputFile) {
     self.input = input
@@ -145,14 +137,8 @@ final class LineReader: @unchecked Sendable {
   func next() throws -> String? {
     while true {
       if let line = lines.next() { return line }
-      if done { return nil }
-      let chunk = try input.read()
-      if chunk.isEmpty {
-        lines.finish()
-        done = true
-      } else {
-        lines.append(chunk)
-      }
+      if lines.atEnd { return nil }
+      lines.feed(try input.read())
     }
   }
 }
@@ -161,9 +147,19 @@ final class LineReader: @unchecked Sendable {
 struct LineSplitter {
   private var buffer: [UInt8] = []
   private var position = 0
-  private var atEnd = false
+  /// Whether the input has ended (an empty read was fed).
+  private(set) var atEnd = false
 
-  mutating func append(_ bytes: [UInt8]) {
+  /// Takes the bytes of one read: empty is the end of the input.
+  mutating func feed(_ bytes: [UInt8]) {
+    if bytes.isEmpty {
+      finish()
+    } else {
+      append(bytes)
+    }
+  }
+
+  private mutating func append(_ bytes: [UInt8]) {
     if position > 0 {
       buffer.removeSubrange(0..<position)
       position = 0
@@ -171,7 +167,7 @@ struct LineSplitter {
     buffer.append(contentsOf: bytes)
   }
 
-  mutating func finish() { atEnd = true }
+  private mutating func finish() { atEnd = true }
 
   /// The next complete line without its terminator, or `nil` when more input is needed.
   mutating func next() -> String? {

@@ -52,14 +52,14 @@ final class Console: Sendable {
   }
 
   /// Writes data to stdout (buffered; see ``flush()``).
-  ///
-  /// Bytes reach stdout under the lock that buffers them, so that a ``flush()`` from another
-  /// thread (`batch`'s periodic one) can never write later bytes before earlier ones.
   func out(_ text: String) {
     out(bytes: Array(text.utf8))
   }
 
-  /// Writes UTF-8 bytes to stdout (buffered; see ``flush()``), as ``out(_:)`` does.
+  /// Writes UTF-8 bytes to stdout (buffered; see ``flush()``).
+  ///
+  /// Bytes reach stdout under the lock that buffers them, so that a ``flush()`` from another
+  /// thread (`batch`'s periodic one) can never write later bytes before earlier ones.
   func out(bytes: [UInt8]) {
     let capturing = self.capturing
     buffers.withLock { buffers in
@@ -106,7 +106,7 @@ final class Console: Sendable {
     err("cepis: \(message)\n")
   }
 
-  /// Writes what stdout has buffered; safe from any thread (see ``out(_:)``).
+  /// Writes what stdout has buffered; safe from any thread (see ``out(bytes:)``).
   func flush() {
     let capturing = self.capturing
     buffers.withLock { buffers in

@@ -33,7 +33,16 @@ func csvField(_ text: String) -> String {
 
 /// One CSV row with a CRLF line end.
 func csvRow(_ fields: [String]) -> String {
-  fields.map(csvField).joined(separator: ",") + "\r\n"
+  var bytes: [UInt8] = []
+  appendCSVRow(fields, to: &bytes)
+  return String(decoding: bytes, as: UTF8.self)
+}
+
+/// Appends one CSV row with its CRLF line end to `out`.
+func appendCSVRow(_ fields: [String], to out: inout [UInt8]) {
+  CSVField.appendRow(fields, to: &out)
+  out.append(13)
+  out.append(10)
 }
 
 /// What became of one CEP.
@@ -218,9 +227,7 @@ struct RecordWriter {
       scratch.append(10)
       console.out(bytes: scratch)
     case .csv:
-      CSVField.appendRow(csv(), to: &scratch)
-      scratch.append(13)
-      scratch.append(10)
+      appendCSVRow(csv(), to: &scratch)
       console.out(bytes: scratch)
     case .json:
       if count > 0 { scratch.append(UInt8(ascii: ",")) }

@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import Cepis
 import CepisSupport
 import CepisTestSupport
@@ -79,13 +80,8 @@ struct OutputTests {
     var alphabet: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "é", "ç", "\u{7F}"]
     alphabet += [0x2020, 0x2027, 0x2028, 0x2029, 0x202A, 0x1F600].compactMap(Unicode.Scalar.init)
     alphabet += (0..<0x20).map { Unicode.Scalar(UInt8($0)) }
-    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-    func next() -> Int {
-      state ^= state << 13
-      state ^= state >> 7
-      state ^= state << 17
-      return Int(truncatingIfNeeded: state >> 1)
-    }
+    var random = SplitMix64(state: 0x9E37_79B9_7F4A_7C15)
+    func next() -> Int { Int(truncatingIfNeeded: random.next() >> 1) }
     var mismatches: [String] = []
     for _ in 0..<count {
       var text = ""
@@ -218,12 +214,12 @@ struct OutputTests {
 
   @Test func lineSplitter() {
     var lines = LineSplitter()
-    lines.append(Array("a\r\nb\n\nc".utf8))
+    lines.feed(Array("a\r\nb\n\nc".utf8))
     #expect(lines.next() == "a")
     #expect(lines.next() == "b")
     #expect(lines.next() == "")
     #expect(lines.next() == nil)
-    lines.finish()
+    lines.feed([])
     #expect(lines.next() == "c")
     #expect(lines.next() == nil)
   }

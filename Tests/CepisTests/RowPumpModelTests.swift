@@ -14,6 +14,23 @@ struct RowPumpModelTests {
 
   static var rowsPerCase: Int { 100_000 }
 
+  /// The reader's side, as the engine's reader task does it: offers `rows` in order, waiting
+  /// for credit when the pump is full (`beforeEach` runs before each offer). `false` when the
+  /// pump stopped the reading.
+  static func offer(
+    _ rows: Range<Int>, to pump: RowPump<Int>, beforeEach: @Sendable () -> Void = {}
+  ) async -> Bool {
+    for row in rows {
+      beforeEach()
+      switch pump.offer(row) {
+      case .more: continue
+      case .full: if await !pump.waitForCredit() { return false }
+      case .stopped: return false
+      }
+    }
+    return true
+  }
+
   @Test(arguments: [(1, 1), (2, 2), (7, 3), (64, 4), (1_000, 5)])
   func everyRowOnceInOrderNeverMoreThanTheReadAheadOut(readAhead: Int, seed: UInt64) async {
     let count = Self.rowsPerCase
@@ -22,14 +39,7 @@ struct RowPumpModelTests {
     let mailbox = ChunkMailbox()
     let pump = RowPump<Int>(readAhead: readAhead, wake: mailbox)
     let reader = Task.detached {
-      for row in 0..<count {
-        switch pump.offer(row) {
-        case .more: continue
-        case .full: if await !pump.waitForCredit() { return }
-        case .stopped: return
-        }
-      }
-      pump.end(throwsAtEnd ? Broke() : nil)
+      if await Self.offer(0..<count, to: pump) { pump.end(throwsAtEnd ? Broke() : nil) }
     }
     pump.attach(reader: reader)
 
@@ -81,16 +91,9 @@ struct RowPumpModelTests {
   func stopEndsAWaitingReader() async {
     let mailbox = ChunkMailbox()
     let pump = RowPump<Int>(readAhead: 3, wake: mailbox)
-    let offered = LockedCounter()
+    let offered = LockedValue(0)
     let reader = Task.detached {
-      for row in 0..<100 {
-        offered.add()
-        switch pump.offer(row) {
-        case .more: continue
-        case .full: if await !pump.waitForCredit() { return }
-        case .stopped: return
-        }
-      }
+      _ = await Self.offer(0..<100, to: pump) { offered.withLock { $0 += 1 } }
     }
     pump.attach(reader: reader)
     var buffer: [Int] = []
@@ -103,13 +106,6 @@ struct RowPumpModelTests {
     pump.stop()
     await reader.value
     #expect(buffer == [0, 1, 2])
-    #expect(offered.value == 3)
+    #expect(offered.withLock { $0 } == 3)
   }
-}
-
-/// A counter a reader task and the test share.
-private final class LockedCounter: Sendable {
-  private let count = LockedValue(0)
-  func add() { count.withLock { $0 += 1 } }
-  var value: Int { count.withLock { $0 } }
 }
