@@ -62,12 +62,15 @@ package final class ForwardProxy: @unchecked Sendable {
 
   /// Stops accepting, shuts every relayed connection down and waits (briefly) for the threads.
   package func stop() {
-    let (count, open) = state.withLock { state -> (Int, Set<Int32>) in
+    // Wakes every thread blocked in `poll` or `recv` on a connection at once. Under the lock:
+    // a connection thread takes its descriptor out of `open` under the same lock before
+    // closing it, so every number shut down here is still a connection of this proxy (never
+    // a descriptor the process reused for something else after the thread closed it).
+    let count = state.withLock { state -> Int in
       state.stopped = true
-      return (state.started, state.open)
+      for fd in state.open { shutdown(fd, Int32(SHUT_RDWR)) }
+      return state.started
     }
-    // Wakes every thread blocked in `poll` or `recv` on a connection at once.
-    for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
     let deadline = Date().addingTimeInterval(2)
     while state.withLock({ $0.done }) < count, Date() < deadline { usleep(1_000) }
     close(listener)
@@ -92,6 +95,7 @@ package final class ForwardProxy: @unchecked Sendable {
     return fd
   }
 
+  /// Out of `open` first, then closed (see ``stop()``).
   private func untrackAndClose(_ fd: Int32) {
     state.withLock { _ = $0.open.remove(fd) }
     close(fd)

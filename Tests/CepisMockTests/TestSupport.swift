@@ -63,10 +63,10 @@ final class RawClient {
         connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
       }
     }
-    guard result == 0 else {
-      close(fd)
-      throw RawError.connect
-    }
+    // Not closed here: `deinit` runs even when this initializer throws (every stored
+    // property is set by then), and a second `close` would close whatever the process opened
+    // under the same number in between (another test's socket or cache file).
+    guard result == 0 else { throw RawError.connect }
   }
 
   deinit { close(fd) }
