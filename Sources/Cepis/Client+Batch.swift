@@ -46,7 +46,14 @@ extension Client {
       editionCheck: cache != nil && Self.fillsOneChunk(ceps) ? .live : .refresh)
     var found: [Address?] = []
     found.reserveCapacity(ceps.count)
-    while let answer = try await engine.next(isolation: #isolation) {
+    while true {
+      let next: LookupAnswer<String>?
+      if let ready = engine.nextReady() {
+        next = ready
+      } else {
+        next = try await engine.next(isolation: #isolation)
+      }
+      guard let answer = next else { break }
       guard let error = answer.stored.error else {
         found.append(answer.stored.address)
         continue

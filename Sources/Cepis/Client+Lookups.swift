@@ -276,7 +276,8 @@ where Rows.Element: Sendable {
     ///   `CancellationError`.
     @inlinable
     public mutating func next() async throws -> LookupAnswer<Rows.Element>? {
-      try await engine.next(isolation: nil)
+      if let answer = engine.nextReady() { return answer }
+      return try await engine.next(isolation: nil)
     }
 
     /// The next row's answer, computed on the caller's actor (`for try await` passes it): a
@@ -288,7 +289,8 @@ where Rows.Element: Sendable {
     public mutating func next(isolation actor: isolated (any Actor)?) async throws
       -> LookupAnswer<Rows.Element>?
     {
-      try await engine.next(isolation: actor)
+      if let answer = engine.nextReady() { return answer }
+      return try await engine.next(isolation: actor)
     }
   }
 }

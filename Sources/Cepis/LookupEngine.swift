@@ -170,6 +170,17 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     }
   }
 
+  /// The first held row's answer when it is already in, and no look at cancellation or the
+  /// mailbox is due: what ``next(isolation:)`` would return, without its asynchronous call
+  /// (a frame from the task's allocator and an executor check, per row). `nil`: call
+  /// ``next(isolation:)``.
+  @inlinable
+  func nextReady() -> LookupAnswer<Row>? {
+    guard pollCountdown > 0, !finished, let answer = popAnswered() else { return nil }
+    pollCountdown -= 1
+    return answer
+  }
+
   /// Starts the pump's reader: a task of its own (detached: not on the consumer's actor; at
   /// the consumer's priority) that reads the input into the pump until it ends, throws, or
   /// the stream stops.
