@@ -40,7 +40,8 @@ enum BatchCommand {
       worst = max(worst, ToolStatus.of([result.status]))
       console.noteFailure(in: result.status)
       writer.write(
-        text: result.textLine(bold: console.stdoutColor), json: result.json, csv: result.csvFields)
+        text: result.textLine(bold: console.stdoutColor), json: result.appendJSON,
+        csv: result.appendCSV)
       written += 1
       if written % Self.flushEvery == 0 { console.flush() }
     }

@@ -59,7 +59,8 @@ enum LookupCommand {
         continue
       }
       writer.write(
-        text: result.textLine(bold: console.stdoutColor), json: result.json, csv: result.csvFields)
+        text: result.textLine(bold: console.stdoutColor), json: result.appendJSON,
+        csv: result.appendCSV)
     }
     writer.end()
     return ToolStatus.of(results.compactMap { $0?.status })

@@ -123,39 +123,77 @@ struct CEPResult: Sendable, Equatable {
     "lat", "lon", "source",
   ]
 
-  var csvFields: [String] {
-    let a = address
-    return [
-      input, cep ?? "", status.label, a?.logradouro ?? "", a?.complemento ?? "", a?.bairro ?? "",
-      a?.localidade ?? "", a?.uf ?? "", a?.ibge ?? "", a?.geo.map { "\($0.lat)" } ?? "",
-      a?.geo.map { "\($0.lon)" } ?? "", a?.source.rawValue ?? "",
-    ]
+  /// The CSV record (``csvHeader``'s columns) with its CRLF, written straight into `out`: an
+  /// address's fields are copied from their bytes, never made into strings.
+  func appendCSV(to out: inout [UInt8]) {
+    let comma = UInt8(ascii: ",")
+    CSVField.append(input, to: &out)
+    out.append(comma)
+    CSVField.append(cep ?? "", to: &out)
+    out.append(comma)
+    CSVField.append(status.label, to: &out)
+    if let address {
+      address.forEachUTF8Field { field in
+        out.append(comma)
+        CSVField.append(utf8: field, to: &out)
+      }
+      out.append(comma)
+      if let geo = address.geo { CSVField.append("\(geo.lat)", to: &out) }
+      out.append(comma)
+      if let geo = address.geo { CSVField.append("\(geo.lon)", to: &out) }
+      out.append(comma)
+      CSVField.append(address.source.rawValue, to: &out)
+    } else {
+      // Six address fields, lat, lon and source: all empty.
+      out.append(contentsOf: repeatElement(comma, count: 9))
+    }
+    out.append(13)
+    out.append(10)
   }
 
-  var json: JSONValue {
-    let a = address
-    let geo: JSONValue =
-      a?.geo.map { geo in
-        .object([
-          ("lat", .double(geo.lat)), ("lon", .double(geo.lon)), ("raio_m", .int(geo.raioM)),
-          ("precisao", .string(geo.precisao)),
-        ])
-      } ?? .null
-    return .object([
-      ("input", .string(input)),
-      ("cep", .optional(cep)),
-      ("status", .string(status.label)),
-      ("logradouro", .string(a?.logradouro ?? "")),
-      ("complemento", .string(a?.complemento ?? "")),
-      ("bairro", .string(a?.bairro ?? "")),
-      ("localidade", .string(a?.localidade ?? "")),
-      ("uf", .string(a?.uf ?? "")),
-      ("ibge", .string(a?.ibge ?? "")),
-      ("geo", geo),
-      ("source", .optional(a?.source.rawValue)),
-      ("message", .optional(message)),
-    ])
+  /// The JSON record, compact, written straight into `out`: no tree per row, and an
+  /// address's fields escaped from their bytes, never made into strings.
+  func appendJSON(to out: inout [UInt8]) {
+    out.append(contentsOf: #"{"input":"#.utf8)
+    JSONValue.appendString(input, to: &out)
+    out.append(contentsOf: #","cep":"#.utf8)
+    JSONValue.optional(cep).append(to: &out)
+    out.append(contentsOf: #","status":"#.utf8)
+    JSONValue.appendString(status.label, to: &out)
+    var field = 0
+    if let address {
+      address.forEachUTF8Field { bytes in
+        out.append(contentsOf: Self.jsonFieldKeys[field])
+        JSONValue.appendString(utf8: bytes, to: &out)
+        field += 1
+      }
+    } else {
+      for key in Self.jsonFieldKeys {
+        out.append(contentsOf: key)
+        out.append(contentsOf: #""""#.utf8)
+      }
+    }
+    out.append(contentsOf: #","geo":"#.utf8)
+    if let geo = address?.geo {
+      JSONValue.object([
+        ("lat", .double(geo.lat)), ("lon", .double(geo.lon)), ("raio_m", .int(geo.raioM)),
+        ("precisao", .string(geo.precisao)),
+      ]).append(to: &out)
+    } else {
+      out.append(contentsOf: "null".utf8)
+    }
+    out.append(contentsOf: #","source":"#.utf8)
+    JSONValue.optional(address?.source.rawValue).append(to: &out)
+    out.append(contentsOf: #","message":"#.utf8)
+    JSONValue.optional(message).append(to: &out)
+    out.append(UInt8(ascii: "}"))
   }
+
+  /// `,"logradouro":` and the other text fields' keys, in ``Address``'s field order (that of
+  /// its `forEachUTF8Field`).
+  private static let jsonFieldKeys: [[UInt8]] = [
+    "logradouro", "complemento", "bairro", "localidade", "uf", "ibge",
+  ].map { Array(",\"\($0)\":".utf8) }
 
   /// `01310-100  Avenida Paulista, de 612 a 1510 - lado par, Bela Vista, São Paulo/SP`.
   func textLine(bold: Bool = false) -> String {
@@ -218,21 +256,30 @@ struct RecordWriter {
     text: @autoclosure () -> String, json: @autoclosure () -> JSONValue,
     csv: @autoclosure () -> [String]
   ) {
+    write(text: text(), json: { json().append(to: &$0) }, csv: { appendCSVRow(csv(), to: &$0) })
+  }
+
+  /// Writes one row given as writers of its JSON value and of its CSV record (CRLF included);
+  /// only the format's own is called.
+  mutating func write(
+    text: @autoclosure () -> String, json: (inout [UInt8]) -> Void,
+    csv: (inout [UInt8]) -> Void
+  ) {
     scratch.removeAll(keepingCapacity: true)
     switch format {
     case .text:
       console.out(text() + "\n")
     case .ndjson:
-      json().append(to: &scratch)
+      json(&scratch)
       scratch.append(10)
       console.out(bytes: scratch)
     case .csv:
-      appendCSVRow(csv(), to: &scratch)
+      csv(&scratch)
       console.out(bytes: scratch)
     case .json:
       if count > 0 { scratch.append(UInt8(ascii: ",")) }
       scratch.append(10)
-      json().append(to: &scratch)
+      json(&scratch)
       console.out(bytes: scratch)
     }
     count += 1

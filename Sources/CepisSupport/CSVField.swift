@@ -7,18 +7,21 @@ package enum CSVField {
   /// Appends `text` as one field (no separator), quoted when needed.
   package static func append(_ text: String, to out: inout [UInt8]) {
     var text = text
-    text.withUTF8 { bytes in
-      guard bytes.contains(where: needsQuotes) else {
-        out.append(contentsOf: bytes)
-        return
-      }
-      out.append(UInt8(ascii: "\""))
-      for byte in bytes {
-        if byte == UInt8(ascii: "\"") { out.append(byte) }
-        out.append(byte)
-      }
-      out.append(UInt8(ascii: "\""))
+    text.withUTF8 { append(utf8: $0, to: &out) }
+  }
+
+  /// ``append(_:to:)`` for text given as its UTF-8 bytes.
+  package static func append(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+    guard bytes.contains(where: needsQuotes) else {
+      out.append(contentsOf: bytes)
+      return
     }
+    out.append(UInt8(ascii: "\""))
+    for byte in bytes {
+      if byte == UInt8(ascii: "\"") { out.append(byte) }
+      out.append(byte)
+    }
+    out.append(UInt8(ascii: "\""))
   }
 
   /// Appends `fields` separated by commas, without a line end.

@@ -87,47 +87,50 @@ package indirect enum JSONValue: Sendable, Equatable, ExpressibleByDictionaryLit
   /// `\n`, `\r`, `\t` or `\u00XX`, and U+2028 and U+2029 (valid in JSON, not in JavaScript
   /// source) as `\u2028` and `\u2029`. Runs of bytes that need no escape are copied whole.
   package static func appendString(_ text: String, to out: inout [UInt8]) {
-    out.append(UInt8(ascii: "\""))
     var text = text
-    text.withUTF8 { bytes in
-      var start = 0
-      var index = 0
-      while index < bytes.count {
-        let byte = bytes[index]
-        // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
-        let lineSeparator =
-          (byte == 0xA8 || byte == 0xA9) && index >= 2 && bytes[index - 2] == 0xE2
-          && bytes[index - 1] == 0x80
-        guard
-          byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20
-            || lineSeparator
-        else {
-          index += 1
-          continue
-        }
-        // The run before this byte (without the E2 80 of a line separator, which it
-        // replaces: those two bytes never need an escape, so the run holds them).
-        let end = lineSeparator ? index - 2 : index
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
-        out.append(UInt8(ascii: "\\"))
-        switch byte {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
-        case UInt8(ascii: "\n"): out.append(UInt8(ascii: "n"))
-        case UInt8(ascii: "\r"): out.append(UInt8(ascii: "r"))
-        case UInt8(ascii: "\t"): out.append(UInt8(ascii: "t"))
-        case 0xA8, 0xA9:  // only as the end of a line separator (the guard above)
-          out.append(contentsOf: "u202".utf8)
-          out.append(byte == 0xA8 ? UInt8(ascii: "8") : UInt8(ascii: "9"))
-        default:
-          out.append(contentsOf: "u00".utf8)
-          out.append(hexDigit(byte >> 4))
-          out.append(hexDigit(byte & 15))
-        }
+    text.withUTF8 { appendString(utf8: $0, to: &out) }
+  }
+
+  /// ``appendString(_:to:)`` for text given as its UTF-8 bytes (valid UTF-8).
+  package static func appendString(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: "\""))
+    var start = 0
+    var index = 0
+    while index < bytes.count {
+      let byte = bytes[index]
+      // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
+      let lineSeparator =
+        (byte == 0xA8 || byte == 0xA9) && index >= 2 && bytes[index - 2] == 0xE2
+        && bytes[index - 1] == 0x80
+      guard
+        byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20
+          || lineSeparator
+      else {
         index += 1
-        start = index
+        continue
       }
-      out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count]))
+      // The run before this byte (without the E2 80 of a line separator, which it
+      // replaces: those two bytes never need an escape, so the run holds them).
+      let end = lineSeparator ? index - 2 : index
+      out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
+      out.append(UInt8(ascii: "\\"))
+      switch byte {
+      case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
+      case UInt8(ascii: "\n"): out.append(UInt8(ascii: "n"))
+      case UInt8(ascii: "\r"): out.append(UInt8(ascii: "r"))
+      case UInt8(ascii: "\t"): out.append(UInt8(ascii: "t"))
+      case 0xA8, 0xA9:  // only as the end of a line separator (the guard above)
+        out.append(contentsOf: "u202".utf8)
+        out.append(byte == 0xA8 ? UInt8(ascii: "8") : UInt8(ascii: "9"))
+      default:
+        out.append(contentsOf: "u00".utf8)
+        out.append(hexDigit(byte >> 4))
+        out.append(hexDigit(byte & 15))
+      }
+      index += 1
+      start = index
     }
+    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count]))
     out.append(UInt8(ascii: "\""))
   }
 

@@ -47,11 +47,11 @@ struct FallbackOptionTests {
     #expect(
       result.textLine()
         == "01001-000  Praça da Sé, Sé, São Paulo/SP [-23.5, -46.6]  (from BrasilAPI)")
-    #expect(result.json.rendered.contains(#""source":"brasilAPI""#))
-    #expect(result.csvFields.last == "brasilAPI")
+    #expect(result.jsonText.contains(#""source":"brasilAPI""#))
+    #expect(result.csvText.hasSuffix(",brasilAPI\r\n"))
     let missing = CEPResult(input: "10000009", resolution: .notFound)
-    #expect(missing.json.rendered.contains(#""source":null"#))
-    #expect(missing.csvFields.last == "")
+    #expect(missing.jsonText.contains(#""source":null"#))
+    #expect(missing.csvText.hasSuffix(",,,,,,,,,\r\n"))
   }
 }
 

@@ -99,14 +99,14 @@ struct OutputTests {
     let result = CEPResult(input: "01310-100", resolution: .found(address))
     #expect(result.status == .ok)
     #expect(
-      result.json.rendered
+      result.jsonText
         == "{\"input\":\"01310-100\",\"cep\":\"01310100\",\"status\":\"ok\","
         + "\"logradouro\":\"Avenida Paulista\",\"complemento\":\"de 612 a 1510 - lado par\","
         + "\"bairro\":\"Bela Vista\",\"localidade\":\"São Paulo\",\"uf\":\"SP\","
         + "\"ibge\":\"3550308\",\"geo\":{\"lat\":-23.56,\"lon\":-46.65,\"raio_m\":50,"
         + "\"precisao\":\"logradouro\"},\"source\":\"cepis\",\"message\":null}")
     #expect(
-      csvRow(result.csvFields)
+      result.csvText
         == "01310-100,01310100,ok,Avenida Paulista,de 612 a 1510 - lado par,Bela Vista,"
         + "São Paulo,SP,3550308,-23.56,-46.65,cepis\r\n")
     #expect(
@@ -276,5 +276,21 @@ struct InProcessTests {
     #expect(status == .failure)
     #expect(out == "11.222.333/0001-81\n")
     #expect(err.contains("CNPJ must have 14"))
+  }
+}
+
+extension CEPResult {
+  /// ``appendJSON(to:)``'s bytes, as text.
+  var jsonText: String {
+    var bytes: [UInt8] = []
+    appendJSON(to: &bytes)
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// ``appendCSV(to:)``'s bytes, as text.
+  var csvText: String {
+    var bytes: [UInt8] = []
+    appendCSV(to: &bytes)
+    return String(decoding: bytes, as: UTF8.self)
   }
 }
