@@ -419,6 +419,34 @@ public final class AddressCache: Sendable {
     return answers
   }
 
+  /// Every answer of `edition` a file cache holds, as a bulk chunk would be answered with
+  /// them (``batchAnswers(for:edition:)``: no `geo`), each with whether a use of it is due to
+  /// be noted (``noteUsed(_:)``); `nil` when there are more than `limit`, for a memory cache,
+  /// or when the file cannot be read (the run then asks the cache CEP by CEP, as usual).
+  package func allBatchAnswers(edition: String, limit: Int) async -> [(
+    cep: Int, address: Address?, stale: Bool
+  )]? {
+    guard resolvedStore() is SQLiteCacheStore else { return nil }
+    let now = self.now()
+    return await perform("be read") { store -> [(cep: Int, address: Address?, stale: Bool)]? in
+      guard let file = store as? SQLiteCacheStore,
+        let all = try file.allEntries(edition: edition, limit: limit, now: now)
+      else { return nil }
+      return all.map { entry, stale in
+        var address = entry.address
+        address?.geo = nil
+        return (entry.cep, address, stale)
+      }
+    } ?? nil
+  }
+
+  /// Notes that `ceps` were used now (their recency, written with the file's next
+  /// transaction): for answers read by ``allBatchAnswers(edition:limit:)``, once a row uses
+  /// them.
+  package func noteUsed(_ ceps: [Int]) {
+    (resolvedStore() as? SQLiteCacheStore)?.noteUsed(ceps, now: now())
+  }
+
   /// The entry held for `cep`, whatever its edition (for the stale answer).
   package func anyEntry(for cep: Int) async -> CacheEntry? {
     let now = self.now()

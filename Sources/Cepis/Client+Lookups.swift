@@ -96,6 +96,11 @@ public struct BulkOptions: Sendable, Hashable {
   /// plain `Sequence` never pauses, and ignores it. Default 0.05; 0 sends a partial chunk at
   /// every pause.
   public var linger: Double
+  /// About how many rows the input holds, when the caller knows (the command line, from a
+  /// file's size; `lookupMany`, its count); 0 when it does not. With a file cache that holds
+  /// no more answers of the live edition than this (and than ``memoCapacity``), the run reads
+  /// them all at its start in one pass, instead of CEP by CEP as rows come.
+  package var expectedRows = 0
 
   /// Options with the defaults above; values below 1 (0 for `memoCapacity` and `linger`) are
   /// raised.
@@ -189,7 +194,10 @@ extension Client {
   public func lookups<CEPs: Sequence & Sendable>(
     _ ceps: CEPs, options: BulkOptions = BulkOptions()
   ) -> LookupStream<AsyncRows<CEPs>> where CEPs.Element == String {
-    LookupStream(client: self, rows: AsyncRows(ceps), key: .text({ $0 }), options: options)
+    var options = options
+    // An array (any sequence that knows its length) says how many rows the run reads.
+    options.expectedRows = max(options.expectedRows, ceps.underestimatedCount)
+    return LookupStream(client: self, rows: AsyncRows(ceps), key: .text({ $0 }), options: options)
   }
 }
 

@@ -81,15 +81,67 @@ final class LookupAsks {
     case live
   }
 
+  /// About how many rows the run reads (0: unknown), for ``preloadIfWorthIt()``.
+  private let expectedRows: Int
+  /// Whether ``preloadIfWorthIt()`` has run.
+  @usableFromInline private(set) var preloadConsidered = false
+  /// The cache's answers read at the start of the run (``preloadIfWorthIt()``): each CEP's
+  /// position in `preloadedAnswers`, and whether a row's use of it is due to be noted in the
+  /// file; empty when nothing was read so.
+  private var preloaded = CEPTable()
+  private var preloadedAnswers: [LookupResult] = []
+  private var preloadedStale: [Bool] = []
+  /// CEPs whose use is to be noted in the file (``notePreloadedUses(flush:)``).
+  private var usedPreloaded: [Int] = []
+
   @usableFromInline
   init(
-    client: Client, options: BulkOptions, expectedCEPs: Int, editionCheck: EditionCheck = .refresh
+    client: Client, options: BulkOptions, expectedCEPs: Int, expectedRows: Int = 0,
+    editionCheck: EditionCheck = .refresh
   ) {
     self.client = client
     self.cache = client.cache
     self.editionCheck = editionCheck
     self.chunksInFlight = options.chunksInFlight
+    self.expectedRows = expectedRows
     self.memo = LookupMemo(capacity: options.memoCapacity, reserving: expectedCEPs)
+  }
+
+  /// The fewest rows a run must expect for ``preloadIfWorthIt()`` to read a whole edition.
+  static let preloadMinimumRows = 4 * Client.maxBatch
+
+  /// Before the first row: when the run expects at least ``preloadMinimumRows`` rows and a
+  /// file cache holds no more answers of the live edition than the rows expected and the
+  /// memo's capacity, reads them all in one pass (a scan costs a fraction of a look-up per
+  /// CEP), so that a row whose CEP the memo does not hold is answered from them with no
+  /// look-up in the file; a CEP they lack is asked as usual. The edition check is the run's
+  /// own (the first chunk's). Each answer so read is a cache hit, and its use is noted in the
+  /// file, when a row first takes it. Anything else (no cache, a memory cache, too many
+  /// answers, no edition known, a file that cannot be read) leaves the run as it was.
+  @usableFromInline
+  nonisolated(nonsending) func preloadIfWorthIt() async {
+    preloadConsidered = true
+    let limit = min(expectedRows, memo.capacity)
+    guard let cache, expectedRows >= Self.preloadMinimumRows, limit > 0 else { return }
+    let run = await cachedChunk(cache).edition.value
+    guard let live = run.live, run.holdsLive,
+      let all = await cache.allBatchAnswers(edition: live, limit: limit)
+    else { return }
+    preloaded = CEPTable(capacity: all.count)
+    preloadedAnswers.reserveCapacity(all.count)
+    preloadedStale.reserveCapacity(all.count)
+    for (cep, address, stale) in all {
+      preloaded.set(Int32(preloadedAnswers.count), for: cep)
+      preloadedAnswers.append(address.map { LookupResult(found: $0) } ?? .notFound)
+      preloadedStale.append(stale)
+    }
+  }
+
+  /// Hands the CEPs whose use is due to the cache, a few hundred at a time (all with `flush`).
+  private func notePreloadedUses(flush: Bool) {
+    guard let cache, usedPreloaded.count >= (flush ? 1 : 256) else { return }
+    cache.noteUsed(usedPreloaded)
+    usedPreloaded.removeAll(keepingCapacity: true)
   }
 
   deinit {
@@ -99,7 +151,9 @@ final class LookupAsks {
   /// What the iteration has spent so far.
   @usableFromInline
   var statistics: LookupStatistics {
-    LookupStatistics(requests: requests, memoEvictions: memo.evictions, cacheHits: cacheHits)
+    LookupStatistics(
+      requests: requests, memoEvictions: memo.evictions, cacheHits: cacheHits,
+      preloaded: preloadedAnswers.count)
   }
 
   /// Whether a chunk's request is running (its outcome will come).
@@ -110,6 +164,7 @@ final class LookupAsks {
   /// ``AddressCache/storeBehind(_:kind:edition:)``): the end of a run.
   @usableFromInline
   nonisolated(nonsending) func finishStores() async {
+    notePreloadedUses(flush: true)
     await cache?.drainStores()
   }
 
@@ -170,6 +225,18 @@ final class LookupAsks {
       slots[Int(ask)].waiting += 1
       return .held(ask)
     case .unknown(let entry):
+      if let index = preloaded.value(for: number) {
+        // Read from the cache at the start (`preloadIfWorthIt`): answered, and kept.
+        let answer = preloadedAnswers[Int(index)]
+        memo.keep(answer, entry: entry)
+        cacheHits += 1
+        if preloadedStale[Int(index)] {
+          preloadedStale[Int(index)] = false
+          usedPreloaded.append(number)
+          notePreloadedUses(flush: false)
+        }
+        return known(answer, behindOthers: behindOthers)
+      }
       let slot = newSlot(Slot(cep: number, entry: entry, waiting: 1, sent: false, answer: nil))
       assert(slot == vacant)
       unsent.append(slot)
@@ -406,12 +473,16 @@ package struct LookupStatistics: Sendable, Hashable {
   package var memoEvictions: Int
   /// CEPs the cache answered fresh (of the live edition), with no request.
   package var cacheHits: Int
+  /// Answers read from the cache in one pass at the start of the run (see
+  /// `LookupAsks.preloadIfWorthIt()`); 0 when the run read the cache CEP by CEP.
+  package var preloaded: Int
 
   /// Figures of an iteration (nothing spent by default).
-  package init(requests: Int = 0, memoEvictions: Int = 0, cacheHits: Int = 0) {
+  package init(requests: Int = 0, memoEvictions: Int = 0, cacheHits: Int = 0, preloaded: Int = 0) {
     self.requests = requests
     self.memoEvictions = memoEvictions
     self.cacheHits = cacheHits
+    self.preloaded = preloaded
   }
 }
 

@@ -92,7 +92,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     self.linger = options.linger
     self.lastRowsAt = monotonicSeconds()
     let asks = LookupAsks(
-      client: client, options: options, expectedCEPs: expectedCEPs, editionCheck: editionCheck)
+      client: client, options: options, expectedCEPs: expectedCEPs,
+      expectedRows: max(expectedCEPs, options.expectedRows), editionCheck: editionCheck)
     self.asks = asks
     if rows is any ReadInline {
       self.input = rows.makeAsyncIterator()
@@ -114,6 +115,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws -> LookupAnswer<Row>? {
     if unreadRows != nil { startReader() }
+    if !asks.preloadConsidered { await asks.preloadIfWorthIt() }
     while true {
       guard !finished else { return nil }
       // Cancellation and the mailbox (a lock) are looked at every few rows, not every row:

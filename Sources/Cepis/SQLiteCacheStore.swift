@@ -140,6 +140,38 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     }
   }
 
+  /// Every entry of `edition`, in one pass over the table, with whether its recency is out
+  /// of date (a use would be noted, as ``entries(for:now:)`` notes it); `nil` when there are
+  /// more than `limit`. For a bulk run that will ask for about as many CEPs as the file holds
+  /// (see `LookupAsks.preloadIfWorthIt()`): a scan costs a fraction of a look-up per CEP.
+  package func allEntries(edition: String, limit: Int, now: Date) throws -> [(
+    entry: CacheEntry, stale: Bool
+  )]? {
+    try withConnection { db in
+      try db.run("BEGIN")
+      do {
+        let count = try db.integer(
+          "SELECT count(*) FROM entries WHERE edition = ?", [.text(edition)])
+        guard count <= Int64(limit) else {
+          try db.run("COMMIT")
+          return nil
+        }
+        var found: [(entry: CacheEntry, stale: Bool)] = []
+        found.reserveCapacity(Int(count))
+        let seconds = Self.second(of: now)
+        try db.run(Self.selectEditionSQL, [.text(edition)]) { row in
+          found.append(
+            (Self.entry(cep: Int(row.int(14)), row), row.int(15) < seconds - Self.touchGranularity))
+        }
+        try db.run("COMMIT")
+        return found
+      } catch {
+        try? db.run("ROLLBACK")
+        throw error
+      }
+    }
+  }
+
   package func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws {
     try withConnection { db in
       try writeTransactionWritingTouches(db, now: now) {
@@ -273,6 +305,11 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     "SELECT edition, kind, found, stored_at, logradouro, complemento, bairro, localidade, uf, "
     + "ibge, lat, lon, raio_m, precisao, cep, used_at FROM entries WHERE cep IN ("
     + Array(repeating: "?", count: readBatch).joined(separator: ", ") + ")"
+
+  /// ``selectManySQL``'s columns, for every entry of one edition.
+  static let selectEditionSQL =
+    "SELECT edition, kind, found, stored_at, logradouro, complemento, bairro, localidade, uf, "
+    + "ibge, lat, lon, raio_m, precisao, cep, used_at FROM entries WHERE edition = ?"
 
   /// A batch answer never replaces a single answer of the same edition (see
   /// ``CacheEntry/replaces(_:)``).

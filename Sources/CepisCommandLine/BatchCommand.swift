@@ -48,7 +48,10 @@ enum BatchCommand {
     if input.size == nil {
       for try await answer in client.lookups(StreamedLines(input: input)) { write(answer) }
     } else {
-      for try await answer in client.lookups(PulledRows(LineReader(input: input).next)) {
+      var options = BulkOptions()
+      options.expectedRows = input.estimatedLines()
+      let lines = PulledRows(LineReader(input: input).next)
+      for try await answer in client.lookups(lines, options: options) {
         write(answer)
       }
     }

@@ -181,9 +181,9 @@ final class EnrichJob: @unchecked Sendable {
   /// `--fail-fast` meets a failed row, or the task is cancelled (Ctrl-C).
   private func writeRows() async -> Ending {
     guard let sink, let progress else { return .finished }
-    let stream = client.lookups(
-      PulledRows(reader.nextRow), cepNumber: \.cep,
-      options: BulkOptions(memoCapacity: options.memo, readAhead: options.window))
+    var bulk = BulkOptions(memoCapacity: options.memo, readAhead: options.window)
+    bulk.expectedRows = input.estimatedLines()
+    let stream = client.lookups(PulledRows(reader.nextRow), cepNumber: \.cep, options: bulk)
     var answers = stream.makeAsyncIterator()
     defer { statistics = answers.statistics }
     // Progress (redrawn at most a few times a second) and the 1 MiB flush are looked at every

@@ -237,6 +237,19 @@ final class InputFile {
     }
   }
 
+  /// About how many lines the file holds, from the line ends in its first 64 KiB (read with
+  /// `pread`: the file's offset is left alone); 0 when it is not a regular file, or that much
+  /// of it holds no line end.
+  func estimatedLines() -> Int {
+    guard let size, size > 0 else { return 0 }
+    var sample = [UInt8](repeating: 0, count: min(size, 1 << 16))
+    let count = sample.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+    guard count > 0 else { return 0 }
+    let lines = sample[..<count].reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
+    guard lines > 0 else { return 0 }
+    return Int(Double(size) * Double(lines) / Double(count))
+  }
+
   /// The next chunk; empty at the end of the input.
   func read(max: Int = 1 << 16) throws -> [UInt8] {
     var chunk = [UInt8](repeating: 0, count: max)

@@ -294,3 +294,32 @@ extension CEPResult {
     return String(decoding: bytes, as: UTF8.self)
   }
 }
+
+@Suite("input files")
+struct InputFileTests {
+  /// `enrich` and `batch` tell the stream about how many rows a file holds (from the line
+  /// ends in its first 64 KiB), so that a cache holding no more answers is read in one pass.
+  @Test func estimatedLinesFromTheFirstBlock() throws {
+    let folder = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    do {
+      let lines = folder.appendingPathComponent("lines.csv")
+      // 100,000 lines of 10 to 50 bytes, in a repeating pattern: about 3 MB.
+      var text = ""
+      for index in 0..<100_000 { text += String(repeating: "x", count: 9 + index % 41) + "\n" }
+      try Data(text.utf8).write(to: lines)
+      let file = try InputFile(path: lines.path)
+      defer { file.close() }
+      let estimate = file.estimatedLines()
+      #expect(abs(estimate - 100_000) < 2_000, "estimated \(estimate)")
+      // The estimate leaves the file where it was: the first line is still read first.
+      #expect(try file.read(max: 10) == Array("xxxxxxxxx\n".utf8))
+
+      let oneLine = folder.appendingPathComponent("one.csv")
+      try Data(String(repeating: "y", count: 100_000).utf8).write(to: oneLine)
+      let single = try InputFile(path: oneLine.path)
+      defer { single.close() }
+      #expect(single.estimatedLines() == 0)
+    }
+  }
+}
