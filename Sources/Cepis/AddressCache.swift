@@ -429,14 +429,7 @@ public final class AddressCache: Sendable {
     guard resolvedStore() is SQLiteCacheStore else { return nil }
     let now = self.now()
     return await perform("be read") { store -> [(cep: Int, address: Address?, stale: Bool)]? in
-      guard let file = store as? SQLiteCacheStore,
-        let all = try file.allEntries(edition: edition, limit: limit, now: now)
-      else { return nil }
-      return all.map { entry, stale in
-        var address = entry.address
-        address?.geo = nil
-        return (entry.cep, address, stale)
-      }
+      try (store as? SQLiteCacheStore)?.allBatchAnswers(edition: edition, limit: limit, now: now)
     } ?? nil
   }
 

@@ -140,12 +140,14 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     }
   }
 
-  /// Every entry of `edition`, in one pass over the table, with whether its recency is out
-  /// of date (a use would be noted, as ``entries(for:now:)`` notes it); `nil` when there are
-  /// more than `limit`. For a bulk run that will ask for about as many CEPs as the file holds
-  /// (see `LookupAsks.preloadIfWorthIt()`): a scan costs a fraction of a look-up per CEP.
-  package func allEntries(edition: String, limit: Int, now: Date) throws -> [(
-    entry: CacheEntry, stale: Bool
+  /// The answer of every entry of `edition` as the bulk path serves it (an address without
+  /// `geo`, packed as a batch answer's; `nil` for "does not exist"), in one pass over the
+  /// table, with whether its recency is out of date (a use would be noted, as
+  /// ``entries(for:now:)`` notes it); `nil` when there are more than `limit`. For a bulk run
+  /// that will ask for about as many CEPs as the file holds (see
+  /// `LookupAsks.preloadIfWorthIt()`): a scan costs a fraction of a look-up per CEP.
+  package func allBatchAnswers(edition: String, limit: Int, now: Date) throws -> [(
+    cep: Int, address: Address?, stale: Bool
   )]? {
     try withConnection { db in
       try db.run("BEGIN")
@@ -156,12 +158,15 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
           try db.run("COMMIT")
           return nil
         }
-        var found: [(entry: CacheEntry, stale: Bool)] = []
+        var found: [(cep: Int, address: Address?, stale: Bool)] = []
         found.reserveCapacity(Int(count))
-        let seconds = Self.second(of: now)
+        let oldest = Self.second(of: now) - Self.touchGranularity
         try db.run(Self.selectEditionSQL, [.text(edition)]) { row in
-          found.append(
-            (Self.entry(cep: Int(row.int(14)), row), row.int(15) < seconds - Self.touchGranularity))
+          let cep = Int(row.int(14))
+          let address =
+            row.int(2) == 0
+            ? nil : Self.packedAddress(cep: cep, row) ?? Self.stringAddress(cep, row, nil)
+          found.append((cep, address, row.int(15) < oldest))
         }
         try db.run("COMMIT")
         return found
