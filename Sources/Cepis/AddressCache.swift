@@ -426,7 +426,6 @@ public final class AddressCache: Sendable {
   package func allBatchAnswers(edition: String, limit: Int) async -> [(
     cep: Int, address: Address?, stale: Bool
   )]? {
-    guard resolvedStore() is SQLiteCacheStore else { return nil }
     let now = self.now()
     return await perform("be read") { store -> [(cep: Int, address: Address?, stale: Bool)]? in
       try (store as? SQLiteCacheStore)?.allBatchAnswers(edition: edition, limit: limit, now: now)

@@ -305,16 +305,18 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   static let readBatch = 100
 
   /// An entry's columns (as ``entry(cep:_:)`` reads them), then the CEP (column 14) and its
-  /// recency (15), for ``readBatch`` CEPs at once.
-  static let selectManySQL =
+  /// recency (15): what every read of entries selects.
+  static let selectEntriesSQL =
     "SELECT edition, kind, found, stored_at, logradouro, complemento, bairro, localidade, uf, "
-    + "ibge, lat, lon, raio_m, precisao, cep, used_at FROM entries WHERE cep IN ("
+    + "ibge, lat, lon, raio_m, precisao, cep, used_at FROM entries"
+
+  /// The entries of ``readBatch`` CEPs at once.
+  static let selectManySQL =
+    selectEntriesSQL + " WHERE cep IN ("
     + Array(repeating: "?", count: readBatch).joined(separator: ", ") + ")"
 
-  /// ``selectManySQL``'s columns, for every entry of one edition.
-  static let selectEditionSQL =
-    "SELECT edition, kind, found, stored_at, logradouro, complemento, bairro, localidade, uf, "
-    + "ibge, lat, lon, raio_m, precisao, cep, used_at FROM entries WHERE edition = ?"
+  /// Every entry of one edition.
+  static let selectEditionSQL = selectEntriesSQL + " WHERE edition = ?"
 
   /// A batch answer never replaces a single answer of the same edition (see
   /// ``CacheEntry/replaces(_:)``).

@@ -110,3 +110,16 @@ func openStore(_ url: URL, maxBytes: Int = 1 << 20) throws -> SQLiteCacheStore {
   }
   return SQLiteCacheStore(url: url, maxBytes: maxBytes, library: library, warn: { _ in })
 }
+
+/// Each CEP's recency (`used_at`) in the cache file at `url`, read through a connection of
+/// its own, as another process would.
+func usedAtByCEP(_ url: URL) throws -> [Int: Int64] {
+  guard let library = SQLiteLibrary.shared else {
+    throw CepisError.invalidResponse("SQLite cannot be loaded: \(SQLiteLibrary.loadFailure ?? "")")
+  }
+  let db = try SQLiteConnection(library: library, path: url.path, busyTimeout: 1_000)
+  defer { db.close() }
+  var usedAt: [Int: Int64] = [:]
+  try db.run("SELECT cep, used_at FROM entries") { row in usedAt[Int(row.int(0))] = row.int(1) }
+  return usedAt
+}

@@ -221,13 +221,7 @@ struct AddressCacheTests {
       #expect(requests(server, on: .cep).count == 2)
       _ = try? await client.lookup(Self.missing)
       await cache.close()
-      let library = try #require(SQLiteLibrary.shared)
-      let db = try SQLiteConnection(
-        library: library, path: folder.appendingPathComponent("cache.sqlite").path,
-        busyTimeout: 1_000)
-      var usedAt: [Int64: Int64] = [:]
-      try db.run("SELECT cep, used_at FROM entries") { row in usedAt[row.int(0)] = row.int(1) }
-      db.close()
+      let usedAt = try usedAtByCEP(folder.appendingPathComponent("cache.sqlite"))
       #expect(usedAt[1_001_000] == start + 120)
       #expect(usedAt[20_040_020] == start)
       // clear() reaches the memory front: the next lookup asks cep.is again.

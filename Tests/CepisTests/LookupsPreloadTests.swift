@@ -145,13 +145,7 @@ struct LookupsPreloadTests {
       // Uses are written with the file's next transaction: a lookup that stores an answer.
       _ = try await client.lookup("20040020")
       await cache.close()
-      let library = try #require(SQLiteLibrary.shared)
-      let db = try SQLiteConnection(
-        library: library, path: folder.appendingPathComponent("cache.sqlite").path,
-        busyTimeout: 1_000)
-      var usedAt: [Int: Int64] = [:]
-      try db.run("SELECT cep, used_at FROM entries") { row in usedAt[Int(row.int(0))] = row.int(1) }
-      db.close()
+      let usedAt = try usedAtByCEP(folder.appendingPathComponent("cache.sqlite"))
       #expect(usedAt.count == Self.held.count + 1)  // and 20040020
       let taken = Set(used)
       let wrong = Self.held.filter { usedAt[$0] != (taken.contains($0) ? start + 120 : start) }
