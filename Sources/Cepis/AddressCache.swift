@@ -420,20 +420,27 @@ public final class AddressCache: Sendable {
   }
 
   /// Every answer of `edition` a file cache holds, as a bulk chunk would be answered with
-  /// them (``batchAnswers(for:edition:)``: no `geo`), each with whether a use of it is due to
-  /// be noted (``noteUsed(_:)``); `nil` when there are more than `limit`, for a memory cache,
-  /// or when the file cannot be read (the run then asks the cache CEP by CEP, as usual).
-  package func allBatchAnswers(edition: String, limit: Int) async -> [(
-    cep: Int, address: Address?, stale: Bool
-  )]? {
+  /// them (``batchAnswers(for:edition:)``: no `geo`), handed to `deliver` `batchSize` at a
+  /// time as the one pass over the file reads them (on the cache's thread), each with whether
+  /// a use of it is due to be noted (``noteUsed(_:)``). `deliver` is first told how many there
+  /// are; it returns `false` to stop the pass. Returns whether every answer was delivered:
+  /// `false` when there are more than `limit` (nothing is delivered), for a memory cache, when
+  /// `deliver` stopped, or when the file cannot be read (answers delivered before the error
+  /// stand: they are the file's).
+  package func allBatchAnswers(
+    edition: String, limit: Int, batchSize: Int,
+    deliver: @escaping @Sendable (_ answers: [PreloadedAnswer], _ total: Int) -> Bool
+  ) async -> Bool {
     let now = self.now()
-    return await perform("be read") { store -> [(cep: Int, address: Address?, stale: Bool)]? in
-      try (store as? SQLiteCacheStore)?.allBatchAnswers(edition: edition, limit: limit, now: now)
-    } ?? nil
+    return await perform("be read") { store -> Bool in
+      guard let file = store as? SQLiteCacheStore else { return false }
+      return try file.allBatchAnswers(
+        edition: edition, limit: limit, now: now, batchSize: batchSize, deliver: deliver)
+    } ?? false
   }
 
   /// Notes that `ceps` were used now (their recency, written with the file's next
-  /// transaction): for answers read by ``allBatchAnswers(edition:limit:)``, once a row uses
+  /// transaction): for answers read by ``allBatchAnswers(edition:limit:batchSize:deliver:)``, once a row uses
   /// them.
   package func noteUsed(_ ceps: [Int]) {
     (resolvedStore() as? SQLiteCacheStore)?.noteUsed(ceps, now: now())

@@ -39,6 +39,24 @@ package struct CacheEntry: Sendable, Hashable {
   }
 }
 
+/// One answer of a file cache's pass over an edition (a bulk run's preload): as the batch
+/// path serves it (no `geo`).
+package struct PreloadedAnswer: Sendable {
+  /// The CEP as a number.
+  package var cep: Int
+  /// The address, or `nil` for "does not exist".
+  package var address: Address?
+  /// Whether the entry's recency is out of date: a row's use of it is to be noted.
+  package var stale: Bool
+
+  /// Creates an answer.
+  package init(cep: Int, address: Address?, stale: Bool) {
+    self.cep = cep
+    self.address = address
+    self.stale = stale
+  }
+}
+
 /// The last edition `/health` named, and when it was asked (shared through the file).
 package struct EditionMark: Sendable, Hashable {
   /// The DNE edition, as `Health.dne` names it.

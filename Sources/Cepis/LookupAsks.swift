@@ -45,6 +45,9 @@ final class LookupAsks {
     /// Whether a chunk carries this ask (or it needs none: it is answered).
     var sent: Bool
     var answer: LookupResult?
+    /// Whether the ask waits for the preload's pass (opened while it reads; see
+    /// ``startPreloadIfWorthIt()``).
+    var awaitsPreload = false
   }
 
   private let client: Client
@@ -69,6 +72,7 @@ final class LookupAsks {
   private var nextChunk = 0
   private var requests = 0
   private var cacheHits = 0
+  private var probed = 0
   /// Where chunks leave their outcomes, and where a ``RowPump`` wakes the engine.
   @usableFromInline let mailbox = ChunkMailbox()
 
@@ -81,16 +85,22 @@ final class LookupAsks {
     case live
   }
 
-  /// About how many rows the run reads (0: unknown), for ``preloadIfWorthIt()``.
+  /// About how many rows the run reads (0: unknown), for ``startPreloadIfWorthIt()``.
   private let expectedRows: Int
-  /// Whether ``preloadIfWorthIt()`` has run.
+  /// Whether ``startPreloadIfWorthIt()`` has run.
   @usableFromInline private(set) var preloadConsidered = false
-  /// The cache's answers read at the start of the run (``preloadIfWorthIt()``): each CEP's
-  /// position in `preloadedAnswers`, and whether a row's use of it is due to be noted in the
-  /// file; empty when nothing was read so.
-  private var preloaded = CEPTable()
-  private var preloadedAnswers: [LookupResult] = []
-  private var preloadedStale: [Bool] = []
+  /// The preload's task while it reads (``startPreloadIfWorthIt()``); `nil` before and after.
+  private var preload: Task<Void, Never>?
+  /// The asks opened while the preload reads, in order: they wait for it, and those it does
+  /// not answer are queued when it ends. A slot may be listed twice once reused: only a slot
+  /// that still ``Slot/awaitsPreload`` counts.
+  @exclusivity(unchecked) private var awaitingPreload: [Int32] = []
+  /// The cache's answers read at the start of the run (``startPreloadIfWorthIt()``): each
+  /// CEP's position in `preloadedAnswers`, and whether a row's use of it is due to be noted in
+  /// the file; empty when nothing was read so.
+  @exclusivity(unchecked) private var preloaded = CEPTable()
+  @exclusivity(unchecked) private var preloadedAnswers: [LookupResult] = []
+  @exclusivity(unchecked) private var preloadedStale: [Bool] = []
   /// CEPs whose use is to be noted in the file (``notePreloadedUses(flush:)``).
   private var usedPreloaded: [Int] = []
 
@@ -107,8 +117,12 @@ final class LookupAsks {
     self.memo = LookupMemo(capacity: options.memoCapacity, reserving: expectedCEPs)
   }
 
-  /// The fewest rows a run must expect for ``preloadIfWorthIt()`` to read a whole edition.
+  /// The fewest rows a run must expect for ``startPreloadIfWorthIt()`` to read a whole
+  /// edition.
   static let preloadMinimumRows = 4 * Client.maxBatch
+
+  /// How many answers of the preload's pass land on the asks at a time.
+  static let preloadBatch = 4_096
 
   /// Before the first row: when the run expects at least ``preloadMinimumRows`` rows and a
   /// file cache holds no more answers of the live edition than the rows expected and the
@@ -118,23 +132,87 @@ final class LookupAsks {
   /// own (the first chunk's). Each answer so read is a cache hit, and its use is noted in the
   /// file, when a row first takes it. Anything else (no cache, a memory cache, too many
   /// answers, no edition known, a file that cannot be read) leaves the run as it was.
+  ///
+  /// The pass runs on the cache's thread while the rows are read: its answers land
+  /// ``preloadBatch`` at a time, in the file's order, through the mailbox, as a chunk's do.
+  /// Until it ends, a CEP that neither the memo nor the answers landed so far hold opens an
+  /// ask that waits for the pass (the read-ahead bounds how many rows wait); when the pass
+  /// ends, the asks it did not answer go to the cache CEP by CEP, then to the network, as
+  /// usual. A run over the file a cache was filled from meets its CEPs in about the order
+  /// they were stored, so its rows wait little.
   @usableFromInline
-  nonisolated(nonsending) func preloadIfWorthIt() async {
+  func startPreloadIfWorthIt() {
     preloadConsidered = true
     let limit = min(expectedRows, memo.capacity)
     guard let cache, expectedRows >= Self.preloadMinimumRows, limit > 0 else { return }
-    let run = await cachedChunk(cache).edition.value
-    guard let live = run.live, run.holdsLive,
-      let all = await cache.allBatchAnswers(edition: live, limit: limit)
-    else { return }
-    preloaded = CEPTable(capacity: all.count)
-    preloadedAnswers.reserveCapacity(all.count)
-    preloadedStale.reserveCapacity(all.count)
-    for (cep, address, stale) in all {
-      preloaded.set(Int32(preloadedAnswers.count), for: cep)
-      preloadedAnswers.append(address.map { LookupResult(found: $0) } ?? .notFound)
+    if case .memory = cache.storage { return }
+    let edition = cachedChunk(cache).edition
+    let mailbox = self.mailbox
+    preload = Task {
+      await LookupAsks.preload(from: cache, edition: edition, limit: limit, into: mailbox)
+    }
+  }
+
+  /// The preload's pass (``startPreloadIfWorthIt()``): its batches, then its end, posted to
+  /// `mailbox`; stops between two batches when the task is cancelled.
+  private static func preload(
+    from cache: AddressCache, edition: Task<RunEdition, Never>, limit: Int,
+    into mailbox: ChunkMailbox
+  ) async {
+    let run = await edition.value
+    if let live = run.live, run.holdsLive, !Task.isCancelled {
+      let stopped = LockedValue(false)
+      await withTaskCancellationHandler {
+        _ = await cache.allBatchAnswers(edition: live, limit: limit, batchSize: preloadBatch) {
+          answers, total in
+          mailbox.post(ChunkOutcome(preload: PreloadBatch(answers: answers, total: total)))
+          return !stopped.withLock { $0 }
+        }
+      } onCancel: {
+        stopped.withLock { $0 = true }
+      }
+    }
+    mailbox.post(ChunkOutcome(preload: PreloadBatch(answers: [], total: 0, last: true)))
+  }
+
+  /// Lands a batch of the preload's answers: each answers the ask that waits for its CEP
+  /// (a cache hit), and is kept for the rows to come. The last batch (the pass is over)
+  /// queues the asks it did not answer.
+  private func apply(_ batch: PreloadBatch) {
+    if batch.last {
+      preload = nil
+      for id in awaitingPreload where slots[Int(id)].awaitsPreload {
+        slots[Int(id)].awaitsPreload = false
+        slots[Int(id)].sent = false
+        unsent.append(id)
+      }
+      awaitingPreload = []
+      return
+    }
+    if preloadedAnswers.isEmpty {
+      preloaded = CEPTable(capacity: batch.total)
+      preloadedAnswers.reserveCapacity(batch.total)
+      preloadedStale.reserveCapacity(batch.total)
+    }
+    for answer in batch.answers {
+      let result = answer.address.map { LookupResult(found: $0) } ?? .notFound
+      var stale = answer.stale
+      if let ask = memo.waitingAsk(for: answer.cep), slots[Int(ask)].awaitsPreload {
+        let index = Int(ask)
+        slots[index].awaitsPreload = false
+        memo.keep(result, entry: slots[index].entry)
+        slots[index].answer = result
+        cacheHits += 1
+        if stale {
+          stale = false
+          usedPreloaded.append(answer.cep)
+        }
+      }
+      preloaded.set(Int32(preloadedAnswers.count), for: answer.cep)
+      preloadedAnswers.append(result)
       preloadedStale.append(stale)
     }
+    notePreloadedUses(flush: false)
   }
 
   /// Hands the CEPs whose use is due to the cache, a few hundred at a time (all with `flush`).
@@ -146,6 +224,7 @@ final class LookupAsks {
 
   deinit {
     for task in chunks.values { task.cancel() }
+    preload?.cancel()
   }
 
   /// What the iteration has spent so far.
@@ -153,12 +232,12 @@ final class LookupAsks {
   var statistics: LookupStatistics {
     LookupStatistics(
       requests: requests, memoEvictions: memo.evictions, cacheHits: cacheHits,
-      preloaded: preloadedAnswers.count)
+      preloaded: preloadedAnswers.count, probed: probed)
   }
 
   /// Whether a chunk's request is running (its outcome will come).
   @usableFromInline
-  var hasChunksInFlight: Bool { !chunks.isEmpty }
+  var hasChunksInFlight: Bool { !chunks.isEmpty || preload != nil }
 
   /// Returns once the answers of this run's requests are written to the cache (see
   /// ``AddressCache/storeBehind(_:kind:edition:)``): the end of a run.
@@ -174,6 +253,8 @@ final class LookupAsks {
     for task in chunks.values { task.cancel() }
     chunks.removeAll()
     probing = 0
+    preload?.cancel()
+    preload = nil
   }
 
   // MARK: - Rows
@@ -226,7 +307,7 @@ final class LookupAsks {
       return .held(ask)
     case .unknown(let entry):
       if let index = preloaded.value(for: number) {
-        // Read from the cache at the start (`preloadIfWorthIt`): answered, and kept.
+        // Read from the cache at the start (`startPreloadIfWorthIt`): answered, and kept.
         let answer = preloadedAnswers[Int(index)]
         memo.keep(answer, entry: entry)
         cacheHits += 1
@@ -236,6 +317,14 @@ final class LookupAsks {
           notePreloadedUses(flush: false)
         }
         return known(answer, behindOthers: behindOthers)
+      }
+      if preload != nil {
+        // The preload's pass may hold it: the ask waits for the pass (see `apply(_:)`).
+        let slot = newSlot(
+          Slot(cep: number, entry: entry, waiting: 1, sent: true, answer: nil, awaitsPreload: true))
+        assert(slot == vacant)
+        awaitingPreload.append(slot)
+        return .asked(slot)
       }
       let slot = newSlot(Slot(cep: number, entry: entry, waiting: 1, sent: false, answer: nil))
       assert(slot == vacant)
@@ -347,6 +436,7 @@ final class LookupAsks {
     let chunk = nextChunk
     nextChunk += 1
     probing += 1
+    probed += numbers.count
     let mailbox = self.mailbox
     let start = ChunkOutcome(chunk: chunk, asks: ids, answers: [], cacheHits: 0, probe: true)
     chunks[chunk] = Task {
@@ -426,6 +516,10 @@ final class LookupAsks {
   /// Lands `outcome`'s answers on their asks, moving each out of it (an address's reference
   /// count is touched once here, for the memo's copy).
   private func apply(_ outcome: inout ChunkOutcome) {
+    if let batch = outcome.preload {
+      apply(batch)
+      return
+    }
     chunks[outcome.chunk] = nil
     if outcome.probe { probing -= 1 }
     cacheHits += outcome.cacheHits
@@ -476,13 +570,19 @@ package struct LookupStatistics: Sendable, Hashable {
   /// Answers read from the cache in one pass at the start of the run (see
   /// `LookupAsks.preloadIfWorthIt()`); 0 when the run read the cache CEP by CEP.
   package var preloaded: Int
+  /// CEPs looked up in the cache CEP by CEP (in probes), whether it held them or not.
+  package var probed: Int
 
   /// Figures of an iteration (nothing spent by default).
-  package init(requests: Int = 0, memoEvictions: Int = 0, cacheHits: Int = 0, preloaded: Int = 0) {
+  package init(
+    requests: Int = 0, memoEvictions: Int = 0, cacheHits: Int = 0, preloaded: Int = 0,
+    probed: Int = 0
+  ) {
     self.requests = requests
     self.memoEvictions = memoEvictions
     self.cacheHits = cacheHits
     self.preloaded = preloaded
+    self.probed = probed
   }
 }
 
@@ -520,6 +620,25 @@ struct ChunkOutcome: Sendable {
   var cacheHits: Int
   /// Whether this was a probe (a look-up in the cache, no request).
   var probe = false
+  /// Not a chunk's: a batch of the preload's answers, or its end.
+  var preload: PreloadBatch?
+}
+
+extension ChunkOutcome {
+  /// The outcome that carries `batch` of the preload.
+  init(preload batch: PreloadBatch) {
+    self.init(chunk: -1, asks: [], answers: [], cacheHits: 0, preload: batch)
+  }
+}
+
+/// Answers of the preload's pass (see `LookupAsks.startPreloadIfWorthIt()`), in the file's
+/// order, or its end.
+struct PreloadBatch: Sendable {
+  var answers: [PreloadedAnswer]
+  /// How many answers the whole pass holds.
+  var total: Int
+  /// Whether the pass is over: no batch follows (and this one holds no answer).
+  var last = false
 }
 
 /// The cache's side of a run's chunks, run in each chunk's own task. A probe answers the

@@ -115,7 +115,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   @inlinable
   func next(isolation actor: isolated (any Actor)?) async throws -> LookupAnswer<Row>? {
     if unreadRows != nil { startReader() }
-    if !asks.preloadConsidered { await asks.preloadIfWorthIt() }
+    if !asks.preloadConsidered { asks.startPreloadIfWorthIt() }
     while true {
       guard !finished else { return nil }
       // Cancellation and the mailbox (a lock) are looked at every few rows, not every row:

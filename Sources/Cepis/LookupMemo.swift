@@ -90,6 +90,13 @@ struct LookupMemo {
     return .answered(values[Int(entry)])
   }
 
+  /// The ask `cep` waits for, if it waits (the memo's order is left alone).
+  func waitingAsk(for cep: Int) -> Int32? {
+    guard let entry = entries.value(for: cep) else { return nil }
+    let ask = asks[Int(entry)]
+    return ask == Self.answered ? nil : ask
+  }
+
   /// Forgets that `cep` is asked (its ask failed: a later row asks again). An answer kept
   /// for it is left alone.
   mutating func stopWaiting(for cep: Int) {

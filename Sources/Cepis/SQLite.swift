@@ -253,6 +253,16 @@ final class SQLiteConnection {
     func text(_ column: Int32) -> String {
       withText(column) { String(decoding: $0, as: UTF8.self) }
     }
+    /// The bytes of a text column, in SQLite's buffer: valid until the statement steps or is
+    /// reset, and until the same column is read as another type. Empty for `NULL`. Not
+    /// checked to be UTF-8.
+    func unsafeText(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
+      // sqlite3_column_text before sqlite3_column_bytes, as SQLite asks.
+      guard let bytes = library.columnText(statement, column) else {
+        return UnsafeBufferPointer(start: nil, count: 0)
+      }
+      return UnsafeBufferPointer(start: bytes, count: Int(library.columnBytes(statement, column)))
+    }
     /// Calls `body` with the bytes of a text column, in SQLite's buffer (valid until the
     /// statement moves on): empty for `NULL`. Not checked to be UTF-8.
     func withText<R>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {

@@ -142,13 +142,17 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
 
   /// The answer of every entry of `edition` as the bulk path serves it (an address without
   /// `geo`, packed as a batch answer's; `nil` for "does not exist"), in one pass over the
-  /// table, with whether its recency is out of date (a use would be noted, as
-  /// ``entries(for:now:)`` notes it); `nil` when there are more than `limit`. For a bulk run
-  /// that will ask for about as many CEPs as the file holds (see
-  /// `LookupAsks.preloadIfWorthIt()`): a scan costs a fraction of a look-up per CEP.
-  package func allBatchAnswers(edition: String, limit: Int, now: Date) throws -> [(
-    cep: Int, address: Address?, stale: Bool
-  )]? {
+  /// table and one read transaction, handed to `deliver` `batchSize` at a time as they are
+  /// read, each with whether its recency is out of date (a use would be noted, as
+  /// ``entries(for:now:)`` notes it). `deliver` is first told how many there are, and returns
+  /// `false` to stop the pass. Returns whether every answer was delivered: `false` (and
+  /// nothing delivered) when there are more than `limit`, or when `deliver` stopped it. For a
+  /// bulk run that will ask for about as many CEPs as the file holds (see
+  /// `LookupAsks.startPreloadIfWorthIt()`): a scan costs a fraction of a look-up per CEP.
+  package func allBatchAnswers(
+    edition: String, limit: Int, now: Date, batchSize: Int,
+    deliver: (_ answers: [PreloadedAnswer], _ total: Int) -> Bool
+  ) throws -> Bool {
     try withConnection { db in
       try db.run("BEGIN")
       do {
@@ -156,26 +160,44 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
           "SELECT count(*) FROM entries WHERE edition = ?", [.text(edition)])
         guard count <= Int64(limit) else {
           try db.run("COMMIT")
-          return nil
+          return false
         }
-        var found: [(cep: Int, address: Address?, stale: Bool)] = []
-        found.reserveCapacity(Int(count))
+        let total = Int(count)
+        var batch: [PreloadedAnswer] = []
+        batch.reserveCapacity(min(batchSize, total))
         let oldest = Self.second(of: now) - Self.touchGranularity
-        try db.run(Self.selectEditionSQL, [.text(edition)]) { row in
-          let cep = Int(row.int(14))
-          let address =
-            row.int(2) == 0
-            ? nil : Self.packedAddress(cep: cep, row) ?? Self.stringAddress(cep, row, nil)
-          found.append((cep, address, row.int(15) < oldest))
+        var complete = true
+        do {
+          try withoutActuallyEscaping(deliver) { deliver in
+            try db.run(Self.scanEditionSQL, [.text(edition)]) { row in
+              let cep = Int(row.int(0))
+              let address =
+                row.int(1) == 0
+                ? nil
+                : Self.packedAddress(cep: cep, row, textsFrom: 3)
+                  ?? Self.stringAddress(cep, row, nil, textsFrom: 3)
+              batch.append(PreloadedAnswer(cep: cep, address: address, stale: row.int(2) < oldest))
+              if batch.count >= batchSize {
+                guard deliver(batch, total) else { throw ScanStopped() }
+                batch.removeAll(keepingCapacity: true)
+              }
+            }
+          }
+          if !batch.isEmpty { complete = deliver(batch, total) }
+        } catch is ScanStopped {
+          complete = false
         }
         try db.run("COMMIT")
-        return found
+        return complete
       } catch {
         try? db.run("ROLLBACK")
         throw error
       }
     }
   }
+
+  /// How ``allBatchAnswers(edition:limit:now:batchSize:deliver:)`` leaves its pass early.
+  private struct ScanStopped: Error {}
 
   package func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws {
     try withConnection { db in
@@ -315,8 +337,11 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     selectEntriesSQL + " WHERE cep IN ("
     + Array(repeating: "?", count: readBatch).joined(separator: ", ") + ")"
 
-  /// Every entry of one edition.
-  static let selectEditionSQL = selectEntriesSQL + " WHERE edition = ?"
+  /// What a bulk run's preload reads of every entry of one edition: the CEP, whether it
+  /// exists, its recency, and the six text columns from column 3 (no `geo`: the batch path's).
+  static let scanEditionSQL =
+    "SELECT cep, found, used_at, logradouro, complemento, bairro, localidade, uf, ibge "
+    + "FROM entries WHERE edition = ?"
 
   /// A batch answer never replaces a single answer of the same edition (see
   /// ``CacheEntry/replaces(_:)``).
@@ -363,43 +388,52 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
       kind: CacheEntryKind(rawValue: Int(row.int(1))) ?? .batch)
   }
 
-  /// An address of `String`s from the text columns (4 to 9), and `geo`; bytes that are not
-  /// UTF-8 (a file written by something else) are repaired as `String` repairs them.
-  private static func stringAddress(_ cep: Int, _ row: SQLiteConnection.Row, _ geo: Geo?)
-    -> Address
-  {
+  /// An address of `String`s from the six text columns from `first` (4 to 9 in
+  /// ``selectEntriesSQL``), and `geo`; bytes that are not UTF-8 (a file written by something
+  /// else) are repaired as `String` repairs them.
+  private static func stringAddress(
+    _ cep: Int, _ row: SQLiteConnection.Row, _ geo: Geo?, textsFrom first: Int32 = 4
+  ) -> Address {
     Address(
-      cep: cepDigits(cep), logradouro: row.text(4), complemento: row.text(5),
-      bairro: row.text(6), localidade: row.text(7), uf: row.text(8), ibge: row.text(9),
-      geo: geo)
+      cep: cepDigits(cep), logradouro: row.text(first), complemento: row.text(first + 1),
+      bairro: row.text(first + 2), localidade: row.text(first + 3), uf: row.text(first + 4),
+      ibge: row.text(first + 5), geo: geo)
   }
 
-  /// An address without `geo` read as the batch endpoint's are: its six text columns
-  /// (4 to 9) packed in one allocation, no `String` made; `nil` when a column is not valid
-  /// UTF-8.
-  private static func packedAddress(cep: Int, _ row: SQLiteConnection.Row) -> Address? {
-    let columns = Int32(4)...Int32(9)
-    var total = 0
-    var valid = true
-    for column in columns {
-      row.withText(column) { bytes in
-        total += bytes.count
-        if valid && !isValidUTF8(bytes) { valid = false }
-      }
-    }
-    guard valid else { return nil }
+  /// An address without `geo` read as the batch endpoint's are: the six text columns from
+  /// `first` (4 to 9 in ``selectEntriesSQL``) packed in one allocation, no `String` made, each
+  /// column's bytes asked of SQLite once; `nil` when a column is not valid UTF-8.
+  private static func packedAddress(
+    cep: Int, _ row: SQLiteConnection.Row, textsFrom first: Int32 = 4
+  ) -> Address? {
+    // SQLite's buffers stay valid until the statement steps: every column is read before.
+    let texts = (
+      row.unsafeText(first), row.unsafeText(first + 1), row.unsafeText(first + 2),
+      row.unsafeText(first + 3), row.unsafeText(first + 4), row.unsafeText(first + 5)
+    )
+    let total =
+      texts.0.count + texts.1.count + texts.2.count + texts.3.count + texts.4.count
+      + texts.5.count
+    guard
+      isValidUTF8(texts.0), isValidUTF8(texts.1), isValidUTF8(texts.2), isValidUTF8(texts.3),
+      isValidUTF8(texts.4), isValidUTF8(texts.5)
+    else { return nil }
     let packed = PackedFields.make(byteCount: total) { out in
       var ends = PackedEnds()
       var written = 0
-      for (field, column) in columns.enumerated() {
-        row.withText(column) { bytes in
-          if let base = bytes.baseAddress, !bytes.isEmpty {
-            (out + written).initialize(from: base, count: bytes.count)
-            written += bytes.count
-          }
+      func copy(_ bytes: UnsafeBufferPointer<UInt8>, _ field: Int) {
+        if let base = bytes.baseAddress, !bytes.isEmpty {
+          (out + written).initialize(from: base, count: bytes.count)
+          written += bytes.count
         }
         ends[field] = UInt32(written)
       }
+      copy(texts.0, 0)
+      copy(texts.1, 1)
+      copy(texts.2, 2)
+      copy(texts.3, 3)
+      copy(texts.4, 4)
+      copy(texts.5, 5)
       return ends
     }
     return Address(cepNumber: cep, packed: packed)

@@ -195,6 +195,43 @@ struct AddressCacheFileTests {
     }
   }
 
+  @Test("a pass over an edition reads only it, nothing over its limit, and stops when told")
+  func passOverAnEdition() async throws {
+    try await withTemporaryFolder { folder in
+      let store = try openStore(folder.appendingPathComponent("cache.sqlite"))
+      let now = Date(timeIntervalSince1970: 1_800_000_000)
+      try store.store(sampleEntries(1...10, edition: "e", at: now), liveEdition: "e", now: now)
+      try store.store(sampleEntries(11...15, edition: "f", at: now), liveEdition: "f", now: now)
+      var held = 10
+      func pass(limit: Int, stopAfter: Int = .max) throws -> (complete: Bool, ceps: [Int]) {
+        var ceps: [Int] = []
+        var batches = 0
+        let complete = try store.allBatchAnswers(
+          edition: "e", limit: limit, now: now, batchSize: 4
+        ) { answers, total in
+          #expect(total == held)
+          ceps += answers.map(\.cep)
+          batches += 1
+          return batches < stopAfter
+        }
+        return (complete, ceps)
+      }
+      // More answers than the limit: nothing is read.
+      let over = try pass(limit: 9)
+      #expect(!over.complete && over.ceps.isEmpty)
+      // Told to stop after the first batch: one batch, and the file is free for a write.
+      let stopped = try pass(limit: 10, stopAfter: 1)
+      #expect(!stopped.complete && stopped.ceps.count == 4)
+      try store.store(sampleEntries([16], edition: "e", at: now), liveEdition: "e", now: now)
+      held = 11
+      // The whole edition, and only it.
+      let all = try pass(limit: 11)
+      #expect(all.complete)
+      #expect(all.ceps.sorted() == Array(1...10) + [16])
+      store.close()
+    }
+  }
+
   @Test(
     "entries read back field for field, with geo or without; text that is not UTF-8 is repaired")
   func readBack() async throws {
@@ -229,6 +266,29 @@ struct AddressCacheFileTests {
           edition: "e", storedAt: now, kind: .batch),
       ]
       try store.store(written, liveEdition: "e", now: now)
+      // A bulk run's pass over the edition reads the same fields, without `geo`, three at a time.
+      var batches: [[PreloadedAnswer]] = []
+      let complete = try store.allBatchAnswers(edition: "e", limit: 100, now: now, batchSize: 3) {
+        answers, total in
+        #expect(total == written.count)
+        batches.append(answers)
+        return true
+      }
+      #expect(complete)
+      #expect(batches.map(\.count) == [3, 3, 1])
+      let scanned = Dictionary(uniqueKeysWithValues: batches.joined().map { ($0.cep, $0) })
+      for entry in written {
+        let answer = try #require(scanned[entry.cep])
+        #expect(!answer.stale)
+        var expected = entry.address
+        expected?.geo = nil
+        #expect(answer.address == expected)
+        for field in AddressTextField.allCases {
+          #expect(
+            answer.address.map { $0.withUTF8(field) { Array($0) } }
+              == entry.address.map { $0.withUTF8(field) { Array($0) } })
+        }
+      }
       let read = try store.entries(for: Array(1...8), now: now)
       #expect(read.count == written.count)
       for entry in written {
@@ -250,6 +310,14 @@ struct AddressCacheFileTests {
       let repaired = try #require(try store.entries(for: [4], now: now)[4]?.address)
       #expect(repaired.bairro == "C\u{FFFD}(\u{FFFD}")
       #expect(repaired.logradouro == "Rua 4" && repaired.ibge == "3550308")
+      var rescanned: [Int: Address?] = [:]
+      _ = try store.allBatchAnswers(edition: "e", limit: 100, now: now, batchSize: 100) {
+        answers, _ in
+        for answer in answers { rescanned[answer.cep] = answer.address }
+        return true
+      }
+      #expect(rescanned[4]??.bairro == "C\u{FFFD}(\u{FFFD}")
+      #expect(rescanned[4]??.logradouro == "Rua 4" && rescanned[4]??.geo == nil)
       store.close()
     }
   }

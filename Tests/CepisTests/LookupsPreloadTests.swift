@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import CepisMock
 import CepisTestSupport
 import Foundation
@@ -6,8 +7,8 @@ import Testing
 @testable import Cepis
 
 /// A bulk run that expects at least as many rows as a file cache holds answers of the live
-/// edition reads them all in one pass at its start (`LookupAsks.preloadIfWorthIt()`), instead of
-/// CEP by CEP: the same answers, no request for what the file holds, the same edition rules,
+/// edition reads them all in one pass from its start (`LookupAsks.startPreloadIfWorthIt()`),
+/// instead of CEP by CEP: the same answers, no request for what the file holds, the same edition rules,
 /// and a use noted only for the answers a row took.
 @Suite("lookups: the live edition read in one pass, against CepisMock", .serialized)
 struct LookupsPreloadTests {
@@ -18,11 +19,12 @@ struct LookupsPreloadTests {
     (0..<2_400).map { 10_000_000 + $0 * 10 } + (0..<100).map { 10_000_009 + $0 * 10 }
 
   /// Every answer of one iteration over `rows`, expecting `expectedRows` rows.
-  static func run(_ client: Client, _ rows: [Customer], expectedRows: Int) async throws -> (
-    answers: [Answer], statistics: LookupStatistics
-  ) {
+  static func run(
+    _ client: Client, _ rows: [Customer], expectedRows: Int, readAhead: Int? = nil
+  ) async throws -> (answers: [Answer], statistics: LookupStatistics) {
     var options = BulkOptions()
     options.expectedRows = expectedRows
+    if let readAhead { options.readAhead = readAhead }
     var iterator = client.lookups(AsyncRows(rows), cep: { $0.cep }, options: options)
       .makeAsyncIterator()
     var answers: [Answer] = []
@@ -63,12 +65,65 @@ struct LookupsPreloadTests {
       #expect(second.answers.allSatisfy { $0.address?.geo == nil })
       #expect(second.statistics.preloaded == Self.held.count)
       #expect(second.statistics.cacheHits == Self.held.count)
+      #expect(second.statistics.probed == fresh.count)
       // One more /health (the run's edition check) and one /csv: the 300 CEPs not held.
       #expect(requests(server, on: .health).count == 2)
       let sent = requests(server, on: .csv).dropFirst(5)
       #expect(sent.count == 1)
       let asked = sent.flatMap { ($0.query ?? "").dropFirst("ceps=".count).split(separator: ",") }
       #expect(Set(asked.map(String.init)) == Set(fresh.map(cepDigits)))
+    }
+  }
+
+  @Test(
+    "the pass's answers land while rows are read: each row waits for its own, in any order",
+    arguments: testedTransportKinds)
+  func answersLandWhileRowsAreRead(transport: Transport.Kind) async throws {
+    try await withCachedClient(.file, transport) { server, _, client, _ in
+      // 10,000 answers (9,000 addresses, 1,000 CEPs that do not exist): three batches of the
+      // pass and part of a fourth, stored by a first run.
+      let held =
+        (0..<9_000).map { 30_000_000 + $0 * 10 } + (0..<1_000).map { 30_000_009 + $0 * 10 }
+      let firstRows = LookupsCacheTests.rows(held)
+      let first = try await Self.run(client, firstRows, expectedRows: 0)
+      LookupsEndToEndTests.check(first.answers, firstRows, server)
+      #expect(first.statistics.preloaded == 0)
+      let stored = requests(server, on: .csv).count
+      #expect(stored == held.count / Client.maxBatch)
+      // Every held CEP twice and 700 the file lacks, shuffled: unrelated to the file's order,
+      // so most rows come before the batch that holds their answer. 200 rows read ahead.
+      var random = SplitMix64(state: 19)
+      let fresh = (0..<700).map { 40_000_000 + $0 * 10 }
+      let values = (held + held + fresh).shuffled(using: &random)
+      let rows = LookupsCacheTests.rows(values)
+      let second = try await Self.run(client, rows, expectedRows: rows.count, readAhead: 200)
+      // Every row against the mock's data for its own CEP.
+      LookupsEndToEndTests.check(second.answers, rows, server)
+      #expect(second.statistics.preloaded == held.count)
+      #expect(second.statistics.cacheHits == held.count)
+      // The rows that came before their answer took it from the pass, not from a look-up of
+      // their own: only the CEPs the file lacks are looked up in it.
+      #expect(second.statistics.probed == fresh.count)
+      // Only the CEPs the file lacks are asked, each once, once the pass is over.
+      let asked = requests(server, on: .csv).dropFirst(stored).flatMap {
+        ($0.query ?? "").dropFirst("ceps=".count).split(separator: ",").map(String.init)
+      }
+      #expect(asked.count == fresh.count)
+      #expect(Set(asked) == Set(fresh.map(cepDigits)))
+
+      // Leaving the loop at the first row stops the pass; the file serves the next run whole.
+      let asksSoFar = requests(server, on: .csv).count
+      var options = BulkOptions()
+      options.expectedRows = rows.count
+      for try await answer in client.lookups(AsyncRows(rows), cep: { $0.cep }, options: options) {
+        #expect(answer.row.id == 0)
+        break
+      }
+      let third = try await Self.run(client, rows, expectedRows: rows.count)
+      LookupsEndToEndTests.check(third.answers, rows, server)
+      #expect(third.statistics.preloaded == held.count + fresh.count)
+      #expect(third.statistics.probed == 0)
+      #expect(requests(server, on: .csv).count == asksSoFar)
     }
   }
 
