@@ -95,12 +95,20 @@ final class LookupAsks {
   /// not answer are queued when it ends. A slot may be listed twice once reused: only a slot
   /// that still ``Slot/awaitsPreload`` counts.
   @exclusivity(unchecked) private var awaitingPreload: [Int32] = []
-  /// The cache's answers read at the start of the run (``startPreloadIfWorthIt()``): each
-  /// CEP's position in `preloadedAnswers`, and whether a row's use of it is due to be noted in
-  /// the file; empty when nothing was read so.
+  /// The cache's answers read by the preload's pass (``startPreloadIfWorthIt()``): each
+  /// CEP's position in `preloadedAnswers`; empty when nothing was read so. A row whose CEP is
+  /// here takes its answer from here, before and instead of the memo: the pass's answers are
+  /// held for the whole run anyway, and one probe of this table is all a row costs.
   @exclusivity(unchecked) private var preloaded = CEPTable()
-  @exclusivity(unchecked) private var preloadedAnswers: [LookupResult] = []
-  @exclusivity(unchecked) private var preloadedStale: [Bool] = []
+  @exclusivity(unchecked) private var preloadedAnswers: [PreloadedResult] = []
+
+  /// One answer of the preload's pass: whether a row took it yet (a cache hit, counted once),
+  /// and whether the first row to take it is to note its use in the file.
+  private struct PreloadedResult {
+    var result: LookupResult
+    var stale: Bool
+    var taken = false
+  }
   /// CEPs whose use is to be noted in the file (``notePreloadedUses(flush:)``).
   private var usedPreloaded: [Int] = []
 
@@ -192,27 +200,39 @@ final class LookupAsks {
     if preloadedAnswers.isEmpty {
       preloaded = CEPTable(capacity: batch.total)
       preloadedAnswers.reserveCapacity(batch.total)
-      preloadedStale.reserveCapacity(batch.total)
     }
     for answer in batch.answers {
-      let result = answer.address.map { LookupResult(found: $0) } ?? .notFound
-      var stale = answer.stale
-      if let ask = memo.waitingAsk(for: answer.cep), slots[Int(ask)].awaitsPreload {
-        let index = Int(ask)
-        slots[index].awaitsPreload = false
-        memo.keep(result, entry: slots[index].entry)
-        slots[index].answer = result
-        cacheHits += 1
-        if stale {
-          stale = false
-          usedPreloaded.append(answer.cep)
-        }
+      let index = preloadedAnswers.count
+      preloaded.set(Int32(index), for: answer.cep)
+      preloadedAnswers.append(
+        PreloadedResult(
+          result: answer.address.map { LookupResult(found: $0) } ?? .notFound,
+          stale: answer.stale))
+      guard let ask = memo.waitingAsk(for: answer.cep), slots[Int(ask)].awaitsPreload else {
+        continue
       }
-      preloaded.set(Int32(preloadedAnswers.count), for: answer.cep)
-      preloadedAnswers.append(result)
-      preloadedStale.append(stale)
+      // Rows wait for it: their ask closes here. The memo lets go of the CEP: the rows to
+      // come find it in `preloaded` first.
+      let slot = Int(ask)
+      slots[slot].awaitsPreload = false
+      memo.stopWaiting(entry: slots[slot].entry)
+      slots[slot].answer = takePreloaded(index, cep: answer.cep)
     }
     notePreloadedUses(flush: false)
+  }
+
+  /// The answer `index` of the preload's pass, for a row with CEP `cep`: the first row to take
+  /// it counts a cache hit and, when its recency is out of date, queues its use.
+  private func takePreloaded(_ index: Int, cep: Int) -> LookupResult {
+    if !preloadedAnswers[index].taken {
+      preloadedAnswers[index].taken = true
+      cacheHits += 1
+      if preloadedAnswers[index].stale {
+        usedPreloaded.append(cep)
+        notePreloadedUses(flush: false)
+      }
+    }
+    return preloadedAnswers[index].result
   }
 
   /// Hands the CEPs whose use is due to the cache, a few hundred at a time (all with `flush`).
@@ -296,6 +316,10 @@ final class LookupAsks {
 
   /// A row with a well-formed CEP.
   private func admit(valid number: Int, behindOthers: Bool) -> Admission {
+    if preloaded.count > 0, let index = preloaded.value(for: number) {
+      // Read by the preload's pass (`startPreloadIfWorthIt`).
+      return known(takePreloaded(Int(index), cep: number), behindOthers: behindOthers)
+    }
     // The slot a new ask would take: the memo notes it in the same probe that finds the CEP.
     let vacant = freeSlots.last ?? Int32(slots.count)
     switch memo.state(of: number, orWaitFor: vacant) {
@@ -306,18 +330,6 @@ final class LookupAsks {
       slots[Int(ask)].waiting += 1
       return .held(ask)
     case .unknown(let entry):
-      if let index = preloaded.value(for: number) {
-        // Read from the cache at the start (`startPreloadIfWorthIt`): answered, and kept.
-        let answer = preloadedAnswers[Int(index)]
-        memo.keep(answer, entry: entry)
-        cacheHits += 1
-        if preloadedStale[Int(index)] {
-          preloadedStale[Int(index)] = false
-          usedPreloaded.append(number)
-          notePreloadedUses(flush: false)
-        }
-        return known(answer, behindOthers: behindOthers)
-      }
       if preload != nil {
         // The preload's pass may hold it: the ask waits for the pass (see `apply(_:)`).
         let slot = newSlot(
