@@ -205,17 +205,19 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         let usedAt = Self.second(of: now)
         // In key order: neighbouring CEPs share B-tree pages, written once. Each CEP is
         // sorted with its position, not the entries (an entry is large), and a CEP stored
-        // twice in one group keeps its order: the later answer is the one kept.
-        let order = entries.indices.map { (cep: entries[$0].cep, position: $0) }.sorted { $0 < $1 }
-        for (_, position) in order {
-          let entry = entries[position]
+        // twice in one group keeps its order: the later answer is the one kept. Both in one
+        // integer (a CEP has 27 bits, a position fewer than 36), sorted without a closure.
+        let order = entries.indices.map { UInt64(entries[$0].cep) << 36 | UInt64($0) }.sorted()
+        for key in order {
+          let position = Int(key & (1 << 36 - 1))
+          // Each field is read in place: no copy of the entry (its address, its edition).
           try db.runBound(Self.upsertSQL) { bind in
-            bind.int(1, Int64(entry.cep))
-            bind.text(2, entry.edition)
-            bind.int(3, Int64(entry.kind.rawValue))
-            bind.double(5, entry.storedAt.timeIntervalSince1970)
+            bind.int(1, Int64(entries[position].cep))
+            bind.text(2, entries[position].edition)
+            bind.int(3, Int64(entries[position].kind.rawValue))
+            bind.double(5, entries[position].storedAt.timeIntervalSince1970)
             bind.int(6, usedAt)
-            guard let address = entry.address else {
+            guard let address = entries[position].address else {
               bind.int(4, 0)
               for column in Int32(7)...16 { bind.null(column) }
               return

@@ -195,6 +195,35 @@ struct AddressCacheFileTests {
     }
   }
 
+  @Test("a CEP stored twice in one write keeps the later answer, whatever the CEPs around it")
+  func laterAnswerKept() async throws {
+    try await withTemporaryFolder { folder in
+      let store = try openStore(folder.appendingPathComponent("cache.sqlite"))
+      let now = Date(timeIntervalSince1970: 1_800_000_000)
+      func entry(_ cep: Int, _ street: String?) -> CacheEntry {
+        var address = street.map { _ in sampleAddress(cep, geo: false) }
+        if let street { address?.logradouro = street }
+        return CacheEntry(cep: cep, address: address, edition: "e", storedAt: now, kind: .batch)
+      }
+      // Larger CEPs before and between, so that key order and write order differ.
+      try store.store(
+        [
+          entry(99_999_999, "z"), entry(5, "first"), entry(3, "x"), entry(5, nil), entry(4, "y"),
+          entry(5, "last"), entry(1, "w"),
+        ],
+        liveEdition: "e", now: now)
+      try store.store([entry(7, nil), entry(7, "found after all")], liveEdition: "e", now: now)
+      let read = try store.entries(for: [1, 3, 4, 5, 7, 99_999_999], now: now)
+      #expect(read[5]?.address?.logradouro == "last")
+      #expect(read[7]?.address?.logradouro == "found after all")
+      #expect(
+        read.mapValues { $0.address?.logradouro } == [
+          1: "w", 3: "x", 4: "y", 5: "last", 7: "found after all", 99_999_999: "z",
+        ])
+      store.close()
+    }
+  }
+
   @Test("a pass over an edition reads only it, nothing over its limit, and stops when told")
   func passOverAnEdition() async throws {
     try await withTemporaryFolder { folder in
