@@ -60,14 +60,19 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   private var connection: SQLiteConnection?
   private let touches = LockedValue(PendingTouches())
 
-  /// The CEPs read since recency was last written, and when the oldest of them was read.
+  /// The CEPs read since recency was last written, and when the oldest and the newest of
+  /// them were read (by the cache's clock).
   private struct PendingTouches: Sendable {
     var ceps: Set<Int> = []
     var oldest: Date?
+    var newest: Date?
 
     mutating func forget(_ written: Set<Int>) {
       ceps.subtract(written)
-      if ceps.isEmpty { oldest = nil }
+      if ceps.isEmpty {
+        oldest = nil
+        newest = nil
+      }
     }
   }
 
@@ -249,6 +254,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     touches.withLock { pending in
       pending.ceps.formUnion(ceps)
       if pending.oldest == nil { pending.oldest = now }
+      pending.newest = max(pending.newest ?? now, now)
     }
   }
 
@@ -316,8 +322,9 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   package func close() {
     lock.lock()
     defer { lock.unlock() }
-    if let connection, touches.withLock({ !$0.ceps.isEmpty }) {
-      try? writeTransactionWritingTouches(connection, now: Date()) {}
+    // Pending uses are written as of the last one noted: the cache's clock, not the wall's.
+    if let connection, let newest = touches.withLock({ $0.ceps.isEmpty ? nil : $0.newest }) {
+      try? writeTransactionWritingTouches(connection, now: newest) {}
     }
     connection?.close()
     connection = nil

@@ -166,7 +166,7 @@ struct AddressCacheFileTests {
     }
   }
 
-  @Test("recency is not written on every read: with the next write, to the minute")
+  @Test("recency is written with the next write, to the minute, and at close by the cache clock")
   func coarseRecency() async throws {
     try await withTemporaryFolder { folder in
       let url = folder.appendingPathComponent("cache.sqlite")
@@ -191,7 +191,13 @@ struct AddressCacheFileTests {
       _ = try store.entries(for: [1], now: start + 120)
       try store.store([], liveEdition: "2026-11", now: start + 120)
       #expect(try usedAt() == [0: base, 1: base + 120, 2: base])
+      // Closing writes what is pending as of the last use noted, by the cache's clock (an
+      // hour on; the wall's is earlier than this test's dates, and would write nothing).
+      _ = try store.entries(for: [2], now: start + 3_570)
+      _ = try store.entries(for: [0], now: start + 3_600)
+      #expect(try usedAt() == [0: base, 1: base + 120, 2: base])
       store.close()
+      #expect(try usedAt() == [0: base + 3_600, 1: base + 120, 2: base + 3_600])
     }
   }
 
