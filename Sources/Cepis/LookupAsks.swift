@@ -132,11 +132,11 @@ final class LookupAsks {
   /// How many answers of the preload's pass land on the asks at a time.
   static let preloadBatch = 4_096
 
-  /// Before the first row: when the run expects at least ``preloadMinimumRows`` rows and a
+  /// At the first row: when the run expects at least ``preloadMinimumRows`` rows and a
   /// file cache holds no more answers of the live edition than the rows expected and the
   /// memo's capacity, reads them all in one pass (a scan costs a fraction of a look-up per
-  /// CEP), so that a row whose CEP the memo does not hold is answered from them with no
-  /// look-up in the file; a CEP they lack is asked as usual. The edition check is the run's
+  /// CEP), so that a row whose CEP they hold is answered from them, before and without the
+  /// memo, with no look-up in the file; a CEP they lack is asked as usual. The edition check is the run's
   /// own (the first chunk's). Each answer so read is a cache hit, and its use is noted in the
   /// file, when a row first takes it. Anything else (no cache, a memory cache, too many
   /// answers, no edition known, a file that cannot be read) leaves the run as it was.
