@@ -251,7 +251,7 @@ final class SQLiteConnection {
       library.columnType(statement, column) == SQLiteCode.null
     }
     func text(_ column: Int32) -> String {
-      withText(column) { String(decoding: $0, as: UTF8.self) }
+      String(decoding: unsafeText(column), as: UTF8.self)
     }
     /// The bytes of a text column, in SQLite's buffer: valid until the statement steps or is
     /// reset, and until the same column is read as another type. Empty for `NULL`. Not
@@ -262,16 +262,6 @@ final class SQLiteConnection {
         return UnsafeBufferPointer(start: nil, count: 0)
       }
       return UnsafeBufferPointer(start: bytes, count: Int(library.columnBytes(statement, column)))
-    }
-    /// Calls `body` with the bytes of a text column, in SQLite's buffer (valid until the
-    /// statement moves on): empty for `NULL`. Not checked to be UTF-8.
-    func withText<R>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-      // sqlite3_column_text before sqlite3_column_bytes, as SQLite asks.
-      guard let bytes = library.columnText(statement, column) else {
-        return body(UnsafeBufferPointer(start: nil, count: 0))
-      }
-      let count = Int(library.columnBytes(statement, column))
-      return body(UnsafeBufferPointer(start: bytes, count: count))
     }
   }
 
