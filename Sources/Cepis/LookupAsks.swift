@@ -136,10 +136,10 @@ final class LookupAsks {
   /// file cache holds no more answers of the live edition than the rows expected and the
   /// memo's capacity, reads them all in one pass (a scan costs a fraction of a look-up per
   /// CEP), so that a row whose CEP they hold is answered from them, before and without the
-  /// memo, with no look-up in the file; a CEP they lack is asked as usual. The edition check is the run's
-  /// own (the first chunk's). Each answer so read is a cache hit, and its use is noted in the
-  /// file, when a row first takes it. Anything else (no cache, a memory cache, too many
-  /// answers, no edition known, a file that cannot be read) leaves the run as it was.
+  /// memo, with no look-up in the file; a CEP they lack is asked as usual. The edition check
+  /// is the run's own (the first chunk's). Each answer so read is a cache hit, and its use is
+  /// noted in the file, when a row first takes it. Anything else (no cache, a memory cache,
+  /// too many answers, no edition known, a file that cannot be read) leaves the run as it was.
   ///
   /// The pass runs on the cache's thread while the rows are read: its answers land
   /// ``preloadBatch`` at a time, in the file's order, through the mailbox, as a chunk's do.
