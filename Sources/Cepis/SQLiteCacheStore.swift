@@ -213,37 +213,55 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         // twice in one group keeps its order: the later answer is the one kept. Both in one
         // integer (a CEP has 27 bits, a position fewer than 36), sorted without a closure.
         let order = entries.indices.map { UInt64(entries[$0].cep) << 36 | UInt64($0) }.sorted()
-        for key in order {
-          let position = Int(key & (1 << 36 - 1))
+        // ``upsertRows`` entries a statement while that many are left, then one at a time:
+        // one step of the statement's program, not one per row (a fifth less of SQLite's
+        // CPU for a chunk's answers; Benchmarks/ANALYSIS.md, session 23). The rows of one
+        // statement are inserted in their order, so a CEP twice in one statement is still
+        // kept as its later answer.
+        var next = 0
+        while next < order.count {
+          let rows = order.count - next >= Self.upsertRows ? Self.upsertRows : 1
           // Each field is read in place: no copy of the entry (its address, its edition).
-          try db.runBound(Self.upsertSQL) { bind in
-            bind.int(1, Int64(entries[position].cep))
-            bind.text(2, entries[position].edition)
-            bind.int(3, Int64(entries[position].kind.rawValue))
-            bind.double(5, entries[position].storedAt.timeIntervalSince1970)
-            bind.int(6, usedAt)
-            guard let address = entries[position].address else {
-              bind.int(4, 0)
-              for column in Int32(7)...16 { bind.null(column) }
-              return
-            }
-            bind.int(4, 1)
-            // Bound from the address's bytes: a batch row's fields never become Strings.
-            for (offset, field) in AddressTextField.allCases.enumerated() {
-              bind.field(7 + Int32(offset), address, field)
-            }
-            if let geo = address.geo {
-              bind.double(13, geo.lat)
-              bind.double(14, geo.lon)
-              bind.int(15, Int64(geo.raioM))
-              bind.text(16, geo.precisao)
-            } else {
-              for column in Int32(13)...16 { bind.null(column) }
+          try db.runBound(rows == 1 ? Self.upsertSQL : Self.upsertManySQL) { bind in
+            for row in 0..<rows {
+              let position = Int(order[next + row] & (1 << 36 - 1))
+              Self.bind(entries, position, usedAt: usedAt, from: Int32(16 * row), into: &bind)
             }
           }
+          next += rows
         }
       }
       try keepWithinBound(db, liveEdition: liveEdition)
+    }
+  }
+
+  /// Binds `entries[position]` to the 16 parameters of an upsert's row from `base + 1`.
+  private static func bind(
+    _ entries: [CacheEntry], _ position: Int, usedAt: Int64, from base: Int32,
+    into bind: inout SQLiteConnection.Binder
+  ) {
+    bind.int(base + 1, Int64(entries[position].cep))
+    bind.text(base + 2, entries[position].edition)
+    bind.int(base + 3, Int64(entries[position].kind.rawValue))
+    bind.double(base + 5, entries[position].storedAt.timeIntervalSince1970)
+    bind.int(base + 6, usedAt)
+    guard let address = entries[position].address else {
+      bind.int(base + 4, 0)
+      for column in base + 7...base + 16 { bind.null(column) }
+      return
+    }
+    bind.int(base + 4, 1)
+    // Bound from the address's bytes: a batch row's fields never become Strings.
+    for (offset, field) in AddressTextField.allCases.enumerated() {
+      bind.field(base + 7 + Int32(offset), address, field)
+    }
+    if let geo = address.geo {
+      bind.double(base + 13, geo.lat)
+      bind.double(base + 14, geo.lon)
+      bind.int(base + 15, Int64(geo.raioM))
+      bind.text(base + 16, geo.precisao)
+    } else {
+      for column in base + 13...base + 16 { bind.null(column) }
     }
   }
 
@@ -354,18 +372,31 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
 
   /// A batch answer never replaces a single answer of the same edition (see
   /// ``CacheEntry/replaces(_:)``).
-  static let upsertSQL = """
-    INSERT INTO entries(cep, edition, kind, found, stored_at, used_at, logradouro, complemento, \
-    bairro, localidade, uf, ibge, lat, lon, raio_m, precisao) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) \
-    ON CONFLICT(cep) DO UPDATE SET edition = excluded.edition, kind = excluded.kind, \
-    found = excluded.found, stored_at = excluded.stored_at, used_at = excluded.used_at, \
-    logradouro = excluded.logradouro, complemento = excluded.complemento, \
-    bairro = excluded.bairro, localidade = excluded.localidade, uf = excluded.uf, \
-    ibge = excluded.ibge, lat = excluded.lat, lon = excluded.lon, raio_m = excluded.raio_m, \
-    precisao = excluded.precisao \
-    WHERE NOT (excluded.kind = 1 AND entries.kind = 0 AND entries.edition = excluded.edition)
-    """
+  static let upsertSQL = upsert(rows: 1)
+
+  /// How many entries ``upsertManySQL`` stores in one statement (512 parameters: within
+  /// the 999 of SQLite builds before 3.32).
+  static let upsertRows = 32
+
+  /// ``upsertSQL`` for ``upsertRows`` entries at once.
+  static let upsertManySQL = upsert(rows: upsertRows)
+
+  /// The upsert of `rows` entries, 16 parameters each, in order.
+  private static func upsert(rows: Int) -> String {
+    let row = "(" + Array(repeating: "?", count: 16).joined(separator: ", ") + ")"
+    return """
+      INSERT INTO entries(cep, edition, kind, found, stored_at, used_at, logradouro, \
+      complemento, bairro, localidade, uf, ibge, lat, lon, raio_m, precisao) VALUES \
+      \(Array(repeating: row, count: rows).joined(separator: ", ")) \
+      ON CONFLICT(cep) DO UPDATE SET edition = excluded.edition, kind = excluded.kind, \
+      found = excluded.found, stored_at = excluded.stored_at, used_at = excluded.used_at, \
+      logradouro = excluded.logradouro, complemento = excluded.complemento, \
+      bairro = excluded.bairro, localidade = excluded.localidade, uf = excluded.uf, \
+      ibge = excluded.ibge, lat = excluded.lat, lon = excluded.lon, raio_m = excluded.raio_m, \
+      precisao = excluded.precisao \
+      WHERE NOT (excluded.kind = 1 AND entries.kind = 0 AND entries.edition = excluded.edition)
+      """
+  }
 
   static let schemaSQL = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",

@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import CepisMock
 import CepisSupport
 import Foundation
@@ -226,6 +227,51 @@ struct AddressCacheFileTests {
         read.mapValues { $0.address?.logradouro } == [
           1: "w", 3: "x", 4: "y", 5: "last", 7: "found after all", 99_999_999: "z",
         ])
+      store.close()
+    }
+  }
+
+  @Test("writes of any size store what a plain model of the rules keeps, CEP by CEP")
+  func writesMatchTheModel() async throws {
+    try await withTemporaryFolder { folder in
+      let store = try openStore(folder.appendingPathComponent("cache.sqlite"), maxBytes: 64 << 20)
+      var random = SplitMix64(state: 0x57_0AE5)
+      // The model: each entry in its write's order, kept when it replaces what is there.
+      var model: [Int: CacheEntry] = [:]
+      let space = 0..<150
+      var written: [Int] = []
+      for round in 0..<60 {
+        // Sizes on both sides of a statement's rows, and around its multiples.
+        let rows = SQLiteCacheStore.upsertRows
+        let sizes = [0, 1, rows - 1, rows, rows + 1, 2 * rows + 5, 130]
+        let count = sizes.randomElement(using: &random)!
+        written.append(count)
+        let now = Date(timeIntervalSince1970: 1_800_000_000 + Double(round))
+        let entries = (0..<count).map { index -> CacheEntry in
+          // A small space of CEPs: the same CEP comes back within one write, often within
+          // one statement.
+          let cep = Int.random(in: space, using: &random)
+          let kind: CacheEntryKind = Bool.random(using: &random) ? .batch : .single
+          var address: Address?
+          if Int.random(in: 0..<5, using: &random) > 0 {
+            address = sampleAddress(cep, geo: kind == .single)
+            address?.logradouro = "Rua \(round)-\(index)"
+            if index % 7 == 0 { address?.complemento = "" }
+          }
+          return CacheEntry(
+            cep: cep, address: address, edition: Bool.random(using: &random) ? "e1" : "e2",
+            storedAt: now, kind: kind)
+        }
+        try store.store(entries, liveEdition: "e2", now: now)
+        for entry in entries where model[entry.cep].map(entry.replaces) ?? true {
+          model[entry.cep] = entry
+        }
+        let read = try store.entries(for: Array(space), now: now)
+        let wrong = space.filter { read[$0] != model[$0] }
+        #expect(wrong.isEmpty, "round \(round), \(count) entries: CEPs \(wrong.prefix(8)) differ")
+        if !wrong.isEmpty { break }
+      }
+      #expect(written.contains(SQLiteCacheStore.upsertRows + 1) && written.contains(130))
       store.close()
     }
   }
