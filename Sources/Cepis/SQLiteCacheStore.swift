@@ -676,6 +676,12 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     try db.run("PRAGMA journal_mode = WAL")
     try db.run("PRAGMA synchronous = NORMAL")
     try db.run("PRAGMA journal_size_limit = 4194304")
+    // A statement that writes several rows (``upsertManySQL``) keeps a statement journal,
+    // to undo itself alone if it fails halfway; past 64 KiB SQLite spills it to a temporary
+    // file (300,000 answers: ~49 MB written and thrown away, and a write that fails where
+    // the temporary folder is unwritable). In memory, it is a few pages, freed with each
+    // statement.
+    try db.run("PRAGMA temp_store = MEMORY")
     // A chunk's answers land on pages all over the file: a page cache of 8 MiB (default 2)
     // keeps the upper levels and recent pages from being read again, and a checkpoint every
     // 4,096 pages (default 1,000) copies a page rewritten by several chunks back once.
