@@ -214,10 +214,10 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         // integer (a CEP has 27 bits, a position fewer than 36), sorted without a closure.
         let order = entries.indices.map { UInt64(entries[$0].cep) << 36 | UInt64($0) }.sorted()
         // ``upsertRows`` entries a statement while that many are left, then one at a time:
-        // one step of the statement's program, not one per row (a fifth less of SQLite's
-        // CPU for a chunk's answers; Benchmarks/ANALYSIS.md, session 23). The rows of one
-        // statement are inserted in their order, so a CEP twice in one statement is still
-        // kept as its later answer.
+        // one run of the statement's program, not one per row (with its statement journal
+        // in memory, see `prepare`: ~17 % less of this thread's CPU in a first bulk run;
+        // Benchmarks/ANALYSIS.md, session 23). The rows of one statement are inserted in
+        // their order, so a CEP twice in one statement is still kept as its later answer.
         var next = 0
         while next < order.count {
           let rows = order.count - next >= Self.upsertRows ? Self.upsertRows : 1
