@@ -221,7 +221,6 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         var next = 0
         while next < order.count {
           let rows = order.count - next >= Self.upsertRows ? Self.upsertRows : 1
-          // Each field is read in place: no copy of the entry (its address, its edition).
           try db.runBound(rows == 1 ? Self.upsertSQL : Self.upsertManySQL) { bind in
             for row in 0..<rows {
               let position = Int(order[next + row] & (1 << 36 - 1))
@@ -236,6 +235,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   }
 
   /// Binds `entries[position]` to the 16 parameters of an upsert's row from `base + 1`.
+  /// Each field is read in place: no copy of the entry (its address, its edition).
   private static func bind(
     _ entries: [CacheEntry], _ position: Int, usedAt: Int64, from base: Int32,
     into bind: inout SQLiteConnection.Binder
@@ -370,8 +370,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     "SELECT cep, found, used_at, logradouro, complemento, bairro, localidade, uf, ibge "
     + "FROM entries WHERE edition = ?"
 
-  /// A batch answer never replaces a single answer of the same edition (see
-  /// ``CacheEntry/replaces(_:)``).
+  /// The upsert of one entry.
   static let upsertSQL = upsert(rows: 1)
 
   /// How many entries ``upsertManySQL`` stores in one statement (512 parameters: within
@@ -381,7 +380,8 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   /// ``upsertSQL`` for ``upsertRows`` entries at once.
   static let upsertManySQL = upsert(rows: upsertRows)
 
-  /// The upsert of `rows` entries, 16 parameters each, in order.
+  /// The upsert of `rows` entries, 16 parameters each, in order. A batch answer never
+  /// replaces a single answer of the same edition (see ``CacheEntry/replaces(_:)``).
   private static func upsert(rows: Int) -> String {
     let row = "(" + Array(repeating: "?", count: 16).joined(separator: ", ") + ")"
     return """
@@ -678,9 +678,9 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     try db.run("PRAGMA journal_size_limit = 4194304")
     // A statement that writes several rows (``upsertManySQL``) keeps a statement journal,
     // to undo itself alone if it fails halfway; past 64 KiB SQLite spills it to a temporary
-    // file (300,000 answers: ~49 MB written and thrown away, and a write that fails where
-    // the temporary folder is unwritable). In memory, it is a few pages, freed with each
-    // statement.
+    // file (a first `cepis enrich` of 300,000 CEPs: 126 MB written and thrown away, and
+    // every write needing a writable temporary folder). In memory, it is a few pages, freed
+    // with each statement.
     try db.run("PRAGMA temp_store = MEMORY")
     // A chunk's answers land on pages all over the file: a page cache of 8 MiB (default 2)
     // keeps the upper levels and recent pages from being read again, and a checkpoint every

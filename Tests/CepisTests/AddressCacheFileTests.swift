@@ -239,11 +239,11 @@ struct AddressCacheFileTests {
       // The model: each entry in its write's order, kept when it replaces what is there.
       var model: [Int: CacheEntry] = [:]
       let space = 0..<150
+      // Sizes on both sides of a statement's rows, and around its multiples.
+      let rows = SQLiteCacheStore.upsertRows
+      let sizes = [0, 1, rows - 1, rows, rows + 1, 2 * rows + 5, 130]
       var written: [Int] = []
       for round in 0..<60 {
-        // Sizes on both sides of a statement's rows, and around its multiples.
-        let rows = SQLiteCacheStore.upsertRows
-        let sizes = [0, 1, rows - 1, rows, rows + 1, 2 * rows + 5, 130]
         let count = sizes.randomElement(using: &random)!
         written.append(count)
         let now = Date(timeIntervalSince1970: 1_800_000_000 + Double(round))
@@ -271,7 +271,7 @@ struct AddressCacheFileTests {
         #expect(wrong.isEmpty, "round \(round), \(count) entries: CEPs \(wrong.prefix(8)) differ")
         if !wrong.isEmpty { break }
       }
-      #expect(written.contains(SQLiteCacheStore.upsertRows + 1) && written.contains(130))
+      #expect(written.contains(rows + 1) && written.contains(130))
       store.close()
     }
   }
