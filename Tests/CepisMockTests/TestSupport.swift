@@ -200,6 +200,17 @@ func processCounts() -> (fds: Int, threads: Int)? {
   return (fds.count, tasks.count)
 }
 
+/// Every open descriptor of the process as `number -> target` (Linux), to name the descriptor
+/// a leak check found.
+func descriptorListing() -> [String] {
+  let manager = FileManager.default
+  let numbers = (try? manager.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+  return numbers.map { number in
+    let target = try? manager.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(number)")
+    return "\(number) -> \(target ?? "?")"
+  }
+}
+
 /// `URLSession.data(from:)` needs macOS 12; the package supports 10.15.
 func download(_ session: URLSession, _ url: URL) async throws -> (Data, URLResponse) {
   try await withCheckedThrowingContinuation { continuation in
