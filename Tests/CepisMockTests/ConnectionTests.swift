@@ -197,10 +197,9 @@ extension MockTests {
     @Test func noLeakedThreadsOrDescriptors() async throws {
       #if os(Linux)
         // libdispatch opens a timer descriptor per clock the first time a task sleeps on it and
-        // keeps it for the life of the process. This test's waits below sleep on both clocks,
-        // so both are armed before the first count (a first sleep in the wait loop once left
-        // one more descriptor than the count before, which CI reported as a leak).
-        try await Task.sleep(nanoseconds: 1_000_000)
+        // keeps it for the life of the process. The waits below sleep on the continuous clock,
+        // so it is armed before the first count (a first sleep in a wait loop once left one
+        // more descriptor than the count before, which CI reported as a leak).
         try await Task.sleep(for: .milliseconds(1))
         let before = try #require(processCounts())
         let descriptorsBefore = Set(descriptorListing())
@@ -253,7 +252,7 @@ extension MockTests {
         var after = try #require(processCounts())
         let deadline = Date().addingTimeInterval(2)
         while (after.fds > before.fds || after.threads > before.threads) && Date() < deadline {
-          try await Task.sleep(nanoseconds: 20_000_000)
+          try await Task.sleep(for: .milliseconds(20))
           after = try #require(processCounts())
         }
         print("leak check: before \(before), after \(after)")
