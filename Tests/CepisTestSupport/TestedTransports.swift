@@ -5,10 +5,9 @@ import Foundation
 /// (``Transport/availableKinds``), or only those named in the `CEPIS_TEST_TRANSPORTS`
 /// environment variable (raw values, comma-separated).
 ///
-/// CI's trait build runs its suite under the thread sanitizer with
-/// `CEPIS_TEST_TRANSPORTS=async-http-client`: the URLSession cases already ran under the
-/// sanitizer in the default build, and the plain trait run still runs every case over both.
-/// A name this build does not have, or a filter that leaves no transport, stops the test
+/// `CEPIS_TEST_TRANSPORTS=async-http-client`, say, runs a trait build's network tests over
+/// that transport alone (to chase a failure on one of them); CI sets none, so every case runs
+/// over both. A name this build does not have, or a filter that leaves no transport, stops the test
 /// process at once rather than run nothing.
 public let testedTransportKinds: [Transport.Kind] = {
   let available = Transport.availableKinds
