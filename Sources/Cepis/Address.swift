@@ -98,6 +98,13 @@ public struct Address: Sendable, Hashable, Codable {
     self.source = .cepis
   }
 
+  /// The same address with its fields in a buffer of their own, when it is a row of a batch
+  /// answer's chunk (which it would otherwise hold whole); `nil` when it holds nothing else.
+  var repackedAlone: Address? {
+    guard case .packed(let cep, let fields) = text, fields.sharesItsChunk else { return nil }
+    return Address(cepNumber: Int(cep), packed: fields.repacked)
+  }
+
   /// Calls `body` with the UTF-8 bytes of one text field, without building a `String` when
   /// the address is a packed batch row (the bulk writers' fast path).
   package func withUTF8<R>(_ field: AddressTextField, _ body: (UnsafeBufferPointer<UInt8>) -> R)

@@ -186,47 +186,171 @@ struct PackedEnds {
   }
 }
 
-/// Six fields of valid UTF-8, back to back in one allocation (`ManagedBuffer`'s tail), and
-/// where each ends. The buffer is written once by ``make(byteCount:_:)``, before anyone else
-/// can see it, and never again; only reads follow, so sharing it between threads is safe: that
-/// is the `@unchecked Sendable` (`ManagedBuffer` itself is never `Sendable`).
+/// The six fields of one row of a *packed chunk*: one allocation (`ManagedBuffer`'s tail)
+/// that holds the rows of a whole batch answer, their fields back to back as valid UTF-8, and
+/// where each field ends. A chunk of 500 rows costs one allocation, not 500; every address
+/// read from it holds the chunk (one reference) and its row's number.
+///
+/// The tail is the *ends table* (six `UInt32` per row: the end of each field, counted from the
+/// start of the text, so that a field starts where the one before it ends, across rows) and
+/// then the text. A chunk is written once, by ``PackedChunkWriter`` or ``make(byteCount:_:)``,
+/// before anyone else can see it, and never again; only reads follow, so sharing it between
+/// threads is safe: that is the `@unchecked Sendable` (`ManagedBuffer` itself is never
+/// `Sendable`).
+///
+/// An address holds its whole chunk, as a `Substring` holds its `String`: a run's memo
+/// re-packs the answers it keeps for long on their own (see `LookupMemo`), so that its few
+/// long-lived answers do not hold every chunk they came in.
 struct PackedFields: @unchecked Sendable {
-  private final class Storage: ManagedBuffer<PackedEnds, UInt8> {}
+  /// A chunk: the tail holds the ends table for `rowCapacity` rows, then the text.
+  final class Storage: ManagedBuffer<PackedChunkHeader, UInt8> {}
 
   private let storage: Storage
+  /// The row's number in its chunk.
+  private let row: UInt32
 
-  /// A buffer of `byteCount` bytes that `fill` writes, returning each field's end offset.
-  /// `fill` must write valid UTF-8 into every byte up to the last end.
+  fileprivate init(storage: Storage, row: UInt32) {
+    self.storage = storage
+    self.row = row
+  }
+
+  /// A chunk of one row: a buffer of `byteCount` bytes that `fill` writes, returning each
+  /// field's end offset. `fill` must write valid UTF-8 into every byte up to the last end.
   static func make(
     byteCount: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> PackedEnds
   ) -> PackedFields {
-    let buffer = Storage.create(minimumCapacity: byteCount) { _ in PackedEnds() }
-    let storage = unsafeDowncast(buffer, to: Storage.self)
-    storage.withUnsafeMutablePointers { header, bytes in header.pointee = fill(bytes) }
-    return PackedFields(storage: storage)
+    let storage = PackedChunkHeader.allocate(rows: 1, textBytes: byteCount)
+    storage.withUnsafeMutablePointers { header, tail in
+      let ends = fill(tail + header.pointee.textOffset)
+      for field in 0..<6 {
+        precondition(Int(ends[field]) <= byteCount, "a packed field past its buffer")
+        UnsafeMutableRawPointer(tail).storeBytes(
+          of: ends[field], toByteOffset: field * 4, as: UInt32.self)
+      }
+    }
+    return PackedFields(storage: storage, row: 0)
   }
 
-  /// Whether both name the same buffer.
-  static func === (lhs: PackedFields, rhs: PackedFields) -> Bool { lhs.storage === rhs.storage }
+  /// Whether both name the same row of the same chunk.
+  static func === (lhs: PackedFields, rhs: PackedFields) -> Bool {
+    lhs.storage === rhs.storage && lhs.row == rhs.row
+  }
+
+  /// The same fields in a chunk of their own (one allocation the size of the row): what a
+  /// long-lived holder keeps, so as not to hold the rest of the chunk.
+  var repacked: PackedFields {
+    var lengths = PackedEnds()
+    var total = 0
+    for field in AddressText.Field.allCases {
+      total += withUTF8(field) { $0.count }
+      lengths[field.rawValue] = UInt32(total)
+    }
+    return PackedFields.make(byteCount: total) { out in
+      for field in AddressText.Field.allCases {
+        withUTF8(field) { bytes in
+          let start = field.rawValue == 0 ? 0 : Int(lengths[field.rawValue - 1])
+          if let base = bytes.baseAddress { (out + start).initialize(from: base, count: bytes.count) }
+        }
+      }
+      return lengths
+    }
+  }
+
+  /// Whether this row's chunk holds other rows (a row of a batch answer's chunk).
+  var sharesItsChunk: Bool { storage.header.rowCapacity > 1 }
 
   /// Calls `body` with the UTF-8 bytes of `field`, in place.
   func withUTF8<R>(_ field: AddressText.Field, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-    storage.withUnsafeMutablePointers { header, bytes in
-      let index = field.rawValue
-      let start = index == 0 ? 0 : Int(header.pointee[index - 1])
-      let end = Int(header.pointee[index])
-      return body(UnsafeBufferPointer(start: bytes + start, count: end - start))
+    let row = Int(self.row)
+    return storage.withUnsafeMutablePointers { header, tail in
+      let index = row * 6 + field.rawValue
+      let raw = UnsafeRawPointer(tail)
+      let start = index == 0 ? 0 : Int(raw.loadUnaligned(fromByteOffset: (index - 1) * 4, as: UInt32.self))
+      let end = Int(raw.loadUnaligned(fromByteOffset: index * 4, as: UInt32.self))
+      return body(UnsafeBufferPointer(start: tail + header.pointee.textOffset + start, count: end - start))
     }
   }
 
   subscript(field: AddressText.Field) -> String {
-    storage.withUnsafeMutablePointers { header, bytes in
-      let index = field.rawValue
-      let start = index == 0 ? 0 : Int(header.pointee[index - 1])
-      let end = Int(header.pointee[index])
-      // Validated when the row was packed: decoding copies, it never repairs.
-      return String(
-        decoding: UnsafeBufferPointer(start: bytes + start, count: end - start), as: UTF8.self)
+    // Validated when the row was packed: decoding copies, it never repairs.
+    withUTF8(field) { String(decoding: $0, as: UTF8.self) }
+  }
+}
+
+/// The header of a packed chunk (see ``PackedFields``).
+struct PackedChunkHeader {
+  /// How many rows the ends table has room for.
+  let rowCapacity: Int
+  /// How many bytes of text the chunk has room for.
+  let textCapacity: Int
+  /// Where the text starts in the tail: after the ends table.
+  var textOffset: Int { rowCapacity * 6 * 4 }
+
+  /// A chunk with room for `rows` rows and `textBytes` bytes of text, not yet written.
+  static func allocate(rows: Int, textBytes: Int) -> PackedFields.Storage {
+    precondition(rows >= 0 && textBytes >= 0 && textBytes <= Int(UInt32.max))
+    let header = PackedChunkHeader(rowCapacity: rows, textCapacity: textBytes)
+    let buffer = PackedFields.Storage.create(minimumCapacity: header.textOffset + textBytes) {
+      _ in header
     }
+    return unsafeDowncast(buffer, to: PackedFields.Storage.self)
+  }
+}
+
+/// Writes the rows of one packed chunk (see ``PackedFields``), a field at a time, before
+/// anyone else can see it: the batch decoder's. Every write is checked against the room the
+/// chunk was made with.
+struct PackedChunkWriter {
+  private let storage: PackedFields.Storage
+  private let ends: UnsafeMutableRawPointer
+  private let text: UnsafeMutablePointer<UInt8>
+  private let rowCapacity: Int
+  private let textCapacity: Int
+  /// Rows finished so far.
+  private(set) var rows = 0
+  /// Fields of the current row finished so far.
+  private var fields = 0
+  /// Text bytes written so far.
+  private var written = 0
+
+  /// A writer of a new chunk with room for `rows` rows and `textBytes` bytes of text.
+  init(rows: Int, textBytes: Int) {
+    storage = PackedChunkHeader.allocate(rows: rows, textBytes: textBytes)
+    rowCapacity = rows
+    textCapacity = textBytes
+    // The storage is held for as long as the writer: its tail does not move.
+    let tail = storage.withUnsafeMutablePointerToElements { $0 }
+    ends = UnsafeMutableRawPointer(tail)
+    text = tail + rows * 6 * 4
+  }
+
+  /// Appends `count` bytes at `source` to the current field (valid UTF-8, as a whole field).
+  mutating func append(_ source: UnsafePointer<UInt8>, count: Int) {
+    precondition(count >= 0 && written + count <= textCapacity, "a packed chunk overflows")
+    (text + written).initialize(from: source, count: count)
+    written += count
+  }
+
+  /// Appends one byte to the current field.
+  mutating func append(_ byte: UInt8) {
+    precondition(written < textCapacity, "a packed chunk overflows")
+    text[written] = byte
+    written += 1
+  }
+
+  /// Ends the current field.
+  mutating func endField() {
+    precondition(fields < 6 && rows < rowCapacity, "a packed chunk's row has six fields")
+    ends.storeBytes(
+      of: UInt32(written), toByteOffset: (rows * 6 + fields) * 4, as: UInt32.self)
+    fields += 1
+  }
+
+  /// Ends the current row (its six fields ended): its fields, as an address holds them.
+  mutating func endRow() -> PackedFields {
+    precondition(fields == 6, "a packed chunk's row has six fields")
+    fields = 0
+    rows += 1
+    return PackedFields(storage: storage, row: UInt32(rows - 1))
   }
 }

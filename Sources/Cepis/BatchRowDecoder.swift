@@ -1,8 +1,9 @@
 import Foundation
 
 // The `/csv` answer decoder of the bulk path. One pass over the body's bytes, no `String` per
-// field: each answered row's six fields are copied, unescaped, into one `PackedFields`
-// buffer, and become strings only when a caller reads them. Anything but well-formed UTF-8
+// field and no allocation per row: each answered row's six fields are copied, unescaped, into
+// the chunk's one packed buffer (`PackedChunkWriter`), and become strings only when a caller
+// reads them. Anything but well-formed UTF-8
 // CSV (a quote never closed, text after a closing quote, invalid UTF-8) is left to the
 // `CSVReader`-based decoder, which says exactly what is wrong; tests and the fuzzer hold the
 // two to the same answers.
@@ -95,6 +96,9 @@ extension Client {
     }
 
     var found = [Address?](repeating: nil, count: count)
+    // Room for every asked CEP's row, and for all the body's bytes: unescaped fields are
+    // disjoint parts of it, never longer. Made at the first row found.
+    var chunk: PackedChunkWriter?
     var answered = [Bool](repeating: false, count: count)
     var spans = [CSVFieldSpan](repeating: CSVFieldSpan(), count: 7)
     var present = [Bool](repeating: false, count: 7)
@@ -122,41 +126,35 @@ extension Client {
       answered[slot] = true
       let localidade = AddressText.Field.localidade.rawValue + 1
       guard present[localidade], spans[localidade].end > spans[localidade].start else { continue }
-      found[slot] = Address(cepNumber: number, packed: pack(bytes, spans, present))
+      if chunk == nil { chunk = PackedChunkWriter(rows: count, textBytes: bytes.count) }
+      found[slot] = Address(cepNumber: number, packed: pack(bytes, spans, present, into: &chunk!))
     }
     return .rows(found)
   }
 
-  /// Copies the six fields of a row (those present; the others empty), unescaped.
+  /// Copies the six fields of a row (those present; the others empty), unescaped, into
+  /// `chunk`.
   private static func pack(
-    _ bytes: UnsafeBufferPointer<UInt8>, _ spans: [CSVFieldSpan], _ present: [Bool]
+    _ bytes: UnsafeBufferPointer<UInt8>, _ spans: [CSVFieldSpan], _ present: [Bool],
+    into chunk: inout PackedChunkWriter
   ) -> PackedFields {
-    var total = 0
-    for slot in 1...6 where present[slot] { total += spans[slot].end - spans[slot].start }
-    return PackedFields.make(byteCount: total) { out in
-      var ends = PackedEnds()
-      var written = 0
-      for slot in 1...6 {
-        if present[slot] {
-          let span = spans[slot]
-          if span.escaped {
-            var cursor = span.start
-            while cursor < span.end {
-              out[written] = bytes[cursor]
-              written += 1
-              // A doubled quote inside a quoted field is one quote.
-              cursor += bytes[cursor] == UInt8(ascii: "\"") ? 2 : 1
-            }
-          } else if span.end > span.start {
-            (out + written).initialize(
-              from: bytes.baseAddress! + span.start, count: span.end - span.start)
-            written += span.end - span.start
+    for slot in 1...6 {
+      if present[slot] {
+        let span = spans[slot]
+        if span.escaped {
+          var cursor = span.start
+          while cursor < span.end {
+            chunk.append(bytes[cursor])
+            // A doubled quote inside a quoted field is one quote.
+            cursor += bytes[cursor] == UInt8(ascii: "\"") ? 2 : 1
           }
+        } else if span.end > span.start {
+          chunk.append(bytes.baseAddress! + span.start, count: span.end - span.start)
         }
-        ends[slot - 1] = UInt32(written)
       }
-      return ends
+      chunk.endField()
     }
+    return chunk.endRow()
   }
 }
 

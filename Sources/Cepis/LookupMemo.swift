@@ -29,6 +29,10 @@ struct LookupMemo {
   /// Per entry: the ask it waits for, or `answered` (or free).
   private var asks: [Int32] = []
   private var order = RecencyList()
+  /// Answers kept so far (wrapping), and per entry the count when its answer was kept or
+  /// last re-packed: an answer's *age*, for ``state(of:)``'s re-packing.
+  private var kept: UInt32 = 0
+  private var keptAt: [UInt32] = []
   /// Entries no CEP holds.
   private var free: [Int32] = []
 
@@ -45,6 +49,7 @@ struct LookupMemo {
     keys.reserveCapacity(reserved)
     values.reserveCapacity(reserved)
     asks.reserveCapacity(reserved)
+    keptAt.reserveCapacity(reserved)
     order.reserveCapacity(reserved)
   }
 
@@ -75,6 +80,7 @@ struct LookupMemo {
       keys.append(cep)
       values.append(.notFound)
       asks.append(ask)
+      keptAt.append(0)
       order.appendDetached()
     } else {
       keys[Int(vacant)] = cep
@@ -83,11 +89,23 @@ struct LookupMemo {
     return .unknown(entry: vacant)
   }
 
+  /// An answered entry's state (now the most recently used). An address of a batch answer
+  /// holds its whole chunk (see `PackedFields`): one kept for longer than `capacity` answers
+  /// is re-packed on its own when it is used, so that the chunks the memo holds are those of
+  /// its last 2 × `capacity` answers at most, however the rows repeat. (An entry not used in
+  /// `capacity` answers is forgotten: each one kept since is more recent.)
   private mutating func state(of entry: Int32) -> State {
-    let ask = asks[Int(entry)]
+    let index = Int(entry)
+    let ask = asks[index]
     guard ask == Self.answered else { return .waiting(ask: ask) }
     order.touch(entry)
-    return .answered(values[Int(entry)])
+    if kept &- keptAt[index] > UInt32(truncatingIfNeeded: capacity) {
+      keptAt[index] = kept
+      if case .found(let address) = values[index], let alone = address.repackedAlone {
+        values[index] = LookupResult(found: alone)
+      }
+    }
+    return .answered(values[index])
   }
 
   /// The ask `cep` waits for, if it waits (the memo's order is left alone).
@@ -133,6 +151,8 @@ struct LookupMemo {
       // `state` made it the most recently used.
       let entry = entries.value(for: cep)!
       values[Int(entry)] = answer
+      kept &+= 1
+      keptAt[Int(entry)] = kept
       return nil
     case .waiting:
       return keep(answer, entry: entries.value(for: cep)!)
@@ -163,6 +183,8 @@ struct LookupMemo {
     }
     asks[index] = Self.answered
     values[index] = answer
+    kept &+= 1
+    keptAt[index] = kept
     order.insertNewest(entry)
     count += 1
     return forgotten
