@@ -105,6 +105,12 @@ public struct Address: Sendable, Hashable, Codable {
     return Address(cepNumber: Int(cep), packed: fields.repacked)
   }
 
+  /// The chunk a batch row's fields are in, when it holds other rows too (for tests).
+  var chunkIdentity: ObjectIdentifier? {
+    guard case .packed(_, let fields) = text, fields.sharesItsChunk else { return nil }
+    return fields.chunkIdentity
+  }
+
   /// Calls `body` with the UTF-8 bytes of one text field, without building a `String` when
   /// the address is a packed batch row (the bulk writers' fast path).
   package func withUTF8<R>(_ field: AddressTextField, _ body: (UnsafeBufferPointer<UInt8>) -> R)

@@ -249,12 +249,17 @@ struct PackedFields: @unchecked Sendable {
       for field in AddressText.Field.allCases {
         withUTF8(field) { bytes in
           let start = field.rawValue == 0 ? 0 : Int(lengths[field.rawValue - 1])
-          if let base = bytes.baseAddress { (out + start).initialize(from: base, count: bytes.count) }
+          if let base = bytes.baseAddress {
+            (out + start).initialize(from: base, count: bytes.count)
+          }
         }
       }
       return lengths
     }
   }
+
+  /// Which chunk the row is in (for tests).
+  var chunkIdentity: ObjectIdentifier { ObjectIdentifier(storage) }
 
   /// Whether this row's chunk holds other rows (a row of a batch answer's chunk).
   var sharesItsChunk: Bool { storage.header.rowCapacity > 1 }
@@ -265,9 +270,11 @@ struct PackedFields: @unchecked Sendable {
     return storage.withUnsafeMutablePointers { header, tail in
       let index = row * 6 + field.rawValue
       let raw = UnsafeRawPointer(tail)
-      let start = index == 0 ? 0 : Int(raw.loadUnaligned(fromByteOffset: (index - 1) * 4, as: UInt32.self))
+      let start =
+        index == 0 ? 0 : Int(raw.loadUnaligned(fromByteOffset: (index - 1) * 4, as: UInt32.self))
       let end = Int(raw.loadUnaligned(fromByteOffset: index * 4, as: UInt32.self))
-      return body(UnsafeBufferPointer(start: tail + header.pointee.textOffset + start, count: end - start))
+      return body(
+        UnsafeBufferPointer(start: tail + header.pointee.textOffset + start, count: end - start))
     }
   }
 

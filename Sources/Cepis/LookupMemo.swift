@@ -29,8 +29,9 @@ struct LookupMemo {
   /// Per entry: the ask it waits for, or `answered` (or free).
   private var asks: [Int32] = []
   private var order = RecencyList()
-  /// Answers kept so far (wrapping), and per entry the count when its answer was kept or
-  /// last re-packed: an answer's *age*, for ``state(of:)``'s re-packing.
+  /// CEPs answered so far (wrapping; an answer replaced is not counted), and per entry the
+  /// count when its answer was kept or last re-packed: an answer's *age*, for
+  /// ``state(of:)``'s re-packing.
   private var kept: UInt32 = 0
   private var keptAt: [UInt32] = []
   /// Entries no CEP holds.
@@ -90,10 +91,10 @@ struct LookupMemo {
   }
 
   /// An answered entry's state (now the most recently used). An address of a batch answer
-  /// holds its whole chunk (see `PackedFields`): one kept for longer than `capacity` answers
-  /// is re-packed on its own when it is used, so that the chunks the memo holds are those of
-  /// its last 2 × `capacity` answers at most, however the rows repeat. (An entry not used in
-  /// `capacity` answers is forgotten: each one kept since is more recent.)
+  /// holds its whole chunk (see `PackedFields`): one kept while `capacity` other CEPs were
+  /// answered is re-packed on its own when it is used, so that the chunks the memo holds are
+  /// those of its last 2 × `capacity` CEPs answered at most, however the rows repeat. (An
+  /// entry not used while `capacity` CEPs were answered is forgotten: each is more recent.)
   private mutating func state(of entry: Int32) -> State {
     let index = Int(entry)
     let ask = asks[index]
@@ -151,7 +152,6 @@ struct LookupMemo {
       // `state` made it the most recently used.
       let entry = entries.value(for: cep)!
       values[Int(entry)] = answer
-      kept &+= 1
       keptAt[Int(entry)] = kept
       return nil
     case .waiting:
@@ -197,6 +197,11 @@ struct LookupMemo {
     values[index] = .notFound
     asks[index] = Self.answered
     free.append(entry)
+  }
+
+  /// The CEPs held and their answers, least recently used first (for tests).
+  var heldAnswers: [(cep: Int, answer: LookupResult)] {
+    order.oldestFirst.map { (keys[Int($0)], values[Int($0)]) }
   }
 
   /// The CEPs held, least recently used first (for tests).

@@ -224,6 +224,42 @@ struct BatchRowDecoderTests {
     #expect(MemoryLayout<LookupResult>.stride <= 24)
   }
 
+  @Test(
+    "an answer's rows share one buffer, each reads its own fields, and one re-packed alone is equal"
+  )
+  func rowsShareTheirAnswersBuffer() throws {
+    // 500 rows with fields of every length from 0 up, some quoted with doubled quotes, in
+    // reverse order of the chunk, a tenth of the CEPs not found (empty localidade) and a tenth
+    // not answered at all.
+    let numbers = (0..<500).map { 1_000_000 + $0 * 7 }
+    var body = "cep,logradouro,complemento,bairro,localidade,uf,ibge\n"
+    var expected: [Address?] = Array(repeating: nil, count: numbers.count)
+    for (index, number) in numbers.enumerated().reversed() where index % 10 != 3 {
+      let street = String(repeating: "R", count: index % 37)
+      let complement = index % 4 == 0 ? "lado \"\(index)\"" : ""
+      let town = index % 10 == 7 ? "" : "Cidade \(index) ç"
+      let quoted =
+        complement.isEmpty
+        ? "" : "\"" + complement.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+      body += "\(cepString(number)),\(street),\(quoted),B\(index),\(town),SP,\(3_550_000 + index)\n"
+      if !town.isEmpty {
+        expected[index] = Address(
+          cep: cepString(number), logradouro: street, complemento: complement, bairro: "B\(index)",
+          localidade: town, uf: "SP", ibge: "\(3_550_000 + index)")
+      }
+    }
+    let found = try Client.decodeBatchRows(Data(body.utf8), numbers: numbers)
+    #expect(found == expected)
+    let chunks = Set(found.compactMap { $0?.chunkIdentity })
+    #expect(chunks.count == 1, "one buffer for the answer's \(found.compactMap { $0 }.count) rows")
+    for address in found.compactMap({ $0 }) {
+      let alone = try #require(address.repackedAlone)
+      #expect(alone == address && alone.hashValue == address.hashValue)
+      #expect(alone.chunkIdentity == nil && alone.repackedAlone == nil)
+      #expect(alone.text[.complemento] == address.complemento)
+    }
+  }
+
   @Test("a chunk's path: every CEP as 8 digits, comma-separated, in the chunk's order")
   func batchPathSpellsEachCEP() async {
     #expect(Client.batchPath([]) == "/csv?ceps=")

@@ -26,7 +26,9 @@ struct LookupMemoTests {
 
     mutating func state(of cep: Int, orWaitFor ask: Int32) -> String {
       if let ask = waiting[cep] { return "waiting \(ask)" }
-      if let answer = self.answer(for: cep) { return "answered \(String(describing: answer))" }
+      if let answer = self.answer(for: cep) {
+        return "answered \(fields(of: answer))"
+      }
       waiting[cep] = ask
       return "unknown"
     }
@@ -57,6 +59,34 @@ struct LookupMemoTests {
     var oldestFirst: [Int] { stamps.sorted { $0.value < $1.value }.map(\.key) }
   }
 
+  /// Rows in each shared chunk of the model run's packed answers.
+  static let rowsPerChunk = 4
+
+  /// A batch answer's chunk, written a row at a time, as the decoder writes one.
+  struct ChunkOfRows {
+    var writer: PackedChunkWriter
+    let capacity: Int
+
+    init(rows: Int) {
+      writer = PackedChunkWriter(rows: rows, textBytes: rows * 64)
+      capacity = rows
+    }
+
+    var isFull: Bool { writer.rows == capacity }
+
+    /// `address` as a row of this chunk.
+    mutating func add(_ address: Address) -> Address {
+      for field in AddressTextField.allCases {
+        var text = address.text[field]
+        text.withUTF8 { bytes in
+          if let base = bytes.baseAddress { writer.append(base, count: bytes.count) }
+        }
+        writer.endField()
+      }
+      return Address(cepNumber: Int(address.cep)!, packed: writer.endRow())
+    }
+  }
+
   @Test(arguments: [0, 1, 2, 7, 64, 1_000])
   func agreesWithTheReferenceAtEveryStep(capacity: Int) async {
     // Seconds of synchronous work: off the cooperative pool (where it would hold up every
@@ -79,6 +109,12 @@ struct LookupMemoTests {
     // The entry each waiting CEP took (as the engine keeps it in its ask's slot): answers and
     // failed asks go by entry, as in the engine, or by CEP, at random.
     var entries: [Int: Int32] = [:]
+    // Half the answers are rows of shared chunks of `rowsPerChunk`, as a batch answer's are:
+    // the memo must answer them as the reference does, and hold only recent chunks.
+    var chunk = ChunkOfRows(rows: Self.rowsPerChunk)
+    /// When each CEP's answer held as a shared chunk's row was kept.
+    var keptPackedAt: [Int: Int] = [:]
+    var keeps = 0
     for step in 0..<operations {
       let cep = Int(random.next() % keySpace) * 9_973
       switch random.next() % 10 {
@@ -86,7 +122,7 @@ struct LookupMemoTests {
         // A row's probe: its CEP's answer, the ask it waits for, or (unknown) a new ask.
         let got: String
         switch memo.state(of: cep, orWaitFor: nextAsk) {
-        case .answered(let answer): got = "answered \(String(describing: answer.address))"
+        case .answered(let answer): got = "answered \(fields(of: answer.address))"
         case .waiting(let ask): got = "waiting \(ask)"
         case .unknown(let entry):
           got = "unknown"
@@ -106,9 +142,18 @@ struct LookupMemoTests {
         }
         reference.waiting[cep] = nil
       case 0..<5:
-        let answer: Address? =
+        var answer: Address? =
           random.next() % 8 == 0
           ? nil : Address(cep: cepString(cep), logradouro: "Rua \(step)", localidade: "X", uf: "SP")
+        if let plain = answer, random.next() % 2 == 0 {
+          if chunk.isFull {
+            chunk = ChunkOfRows(rows: Self.rowsPerChunk)
+          }
+          answer = chunk.add(plain)
+          keptPackedAt[cep] = keeps
+        }
+        // Only a CEP newly answered counts: the memo's bound is in those.
+        if reference.answers[cep] == nil { keeps += 1 }
         let forgotten: Int?
         if let entry = entries.removeValue(forKey: cep), random.next() % 4 != 0 {
           forgotten = memo.keep(answer.map(LookupResult.init(found:)) ?? .notFound, entry: entry)
@@ -136,6 +181,15 @@ struct LookupMemoTests {
         guard memo.cepsOldestFirst == reference.oldestFirst else {
           return "step \(step): the order of recency differs"
         }
+        // A shared chunk's row that the memo holds was kept within its last 2 × capacity
+        // CEPs answered: older ones are re-packed on their own when used, or forgotten.
+        for (cep, answer) in memo.heldAnswers {
+          guard case .found(let address) = answer, address.chunkIdentity != nil else { continue }
+          let age = keeps - (keptPackedAt[cep] ?? 0)
+          guard age <= 2 * capacity + 1 else {
+            return "step \(step): the memo holds a shared chunk's row kept \(age) answers ago"
+          }
+        }
       }
     }
     guard memo.evictions == evictions else {
@@ -148,4 +202,15 @@ struct LookupMemoTests {
     }
     return nil
   }
+}
+
+/// An answer's fields and source, as `==` compares them: the same text for a batch row and for
+/// its copy re-packed on its own (the reflection of an `Address` shows how it is stored).
+private func fields(of address: Address?) -> String {
+  guard let address else { return "nil" }
+  return [
+    address.cep, address.logradouro, address.complemento, address.bairro, address.localidade,
+    address.uf, address.ibge, "\(address.source)", "\(String(describing: address.geo))",
+    address.staleEdition ?? "current",
+  ].joined(separator: "|")
 }
