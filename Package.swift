@@ -69,7 +69,8 @@ let package = Package(
     .executableTarget(
       name: "CepisBench",
       dependencies: [
-        "Cepis", "BrazilianDocuments", "CepisMock", "CepisCommandLine", asyncHTTPClient,
+        "Cepis", "CepisHTTP", "BrazilianDocuments", "CepisMock", "CepisCommandLine",
+        asyncHTTPClient,
         .product(
           name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
       ],

@@ -100,47 +100,50 @@ extension Client {
     // disjoint parts of it, never longer. Made at the first row found.
     var chunk: PackedChunkWriter?
     var answered = [Bool](repeating: false, count: count)
-    var spans = [CSVFieldSpan](repeating: CSVFieldSpan(), count: 7)
-    var present = [Bool](repeating: false, count: 7)
-    let columnCount = header.count
-    while index < bytes.count {
-      for slot in 0..<7 { present[slot] = false }
-      guard
-        let record = scanCSVRecord(
-          bytes, from: index,
-          { column, span in
-            guard column < columnCount else { return }
-            let slot = slotOfColumn[column]
-            if slot >= 0 {
-              spans[slot] = span
-              present[slot] = true
-            }
-          })
-      else { return .notPlain }
-      index = record.next
-      guard present[0], !spans[0].escaped,
-        let number = cepNumber(UnsafeBufferPointer(rebasing: bytes[spans[0].start..<spans[0].end])),
-        let position = position.value(for: number), !answered[Int(position)]
-      else { continue }
-      let slot = Int(position)
-      answered[slot] = true
-      let localidade = AddressText.Field.localidade.rawValue + 1
-      guard present[localidade], spans[localidade].end > spans[localidade].start else { continue }
-      if chunk == nil { chunk = PackedChunkWriter(rows: count, textBytes: bytes.count) }
-      found[slot] = Address(cepNumber: number, packed: pack(bytes, spans, present, into: &chunk!))
+    // A row's spans by slot (a span of start -1: the row has no such column), in one
+    // buffer for the whole body: no array's uniqueness check per field.
+    let absent = CSVFieldSpan(start: -1, end: -1, escaped: false)
+    return withUnsafeTemporaryAllocation(of: CSVFieldSpan.self, capacity: 7) { spans in
+      spans.initialize(repeating: absent)
+      let columnCount = header.count
+      while index < bytes.count {
+        for slot in 0..<7 { spans[slot] = absent }
+        guard
+          let record = scanCSVRecord(
+            bytes, from: index,
+            { column, span in
+              guard column < columnCount else { return }
+              let slot = slotOfColumn[column]
+              if slot >= 0 { spans[slot] = span }
+            })
+        else { return .notPlain }
+        index = record.next
+        let cep = spans[0]
+        guard cep.start >= 0, !cep.escaped,
+          let number = cepNumber(UnsafeBufferPointer(rebasing: bytes[cep.start..<cep.end])),
+          let position = position.value(for: number), !answered[Int(position)]
+        else { continue }
+        let slot = Int(position)
+        answered[slot] = true
+        let localidade = spans[AddressText.Field.localidade.rawValue + 1]
+        guard localidade.start >= 0, localidade.end > localidade.start else { continue }
+        if chunk == nil { chunk = PackedChunkWriter(rows: count, textBytes: bytes.count) }
+        found[slot] = Address(
+          cepNumber: number, packed: pack(bytes, UnsafeBufferPointer(spans), into: &chunk!))
+      }
+      return .rows(found)
     }
-    return .rows(found)
   }
 
-  /// Copies the six fields of a row (those present; the others empty), unescaped, into
-  /// `chunk`.
+  /// Copies the six fields of a row (those present, by `spans`' slots 1...6; the others
+  /// empty), unescaped, into `chunk`.
   private static func pack(
-    _ bytes: UnsafeBufferPointer<UInt8>, _ spans: [CSVFieldSpan], _ present: [Bool],
+    _ bytes: UnsafeBufferPointer<UInt8>, _ spans: UnsafeBufferPointer<CSVFieldSpan>,
     into chunk: inout PackedChunkWriter
   ) -> PackedFields {
     for slot in 1...6 {
-      if present[slot] {
-        let span = spans[slot]
+      let span = spans[slot]
+      if span.start >= 0 {
         if span.escaped {
           var cursor = span.start
           while cursor < span.end {

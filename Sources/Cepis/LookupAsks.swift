@@ -466,8 +466,11 @@ final class LookupAsks {
     if let cached {
       outcome.answers = await cached.request(numbers, client: client)
     } else {
-      outcome.answers = await fetch(numbers, client: client)
-        .perAsk(count: numbers.count)
+      switch await fetch(numbers, client: client) {
+      case .success(let found): outcome.fetched = found
+      case .failure(let error):
+        outcome.answers = [ChunkAnswer](repeating: .failed(error), count: numbers.count)
+      }
     }
     return outcome
   }
@@ -535,6 +538,11 @@ final class LookupAsks {
     chunks[outcome.chunk] = nil
     if outcome.probe { probing -= 1 }
     cacheHits += outcome.cacheHits
+    if let fetched = outcome.fetched {
+      outcome.fetched = nil
+      apply(fetched, to: outcome.asks)
+      return
+    }
     var failure: (error: CepisError, result: LookupResult)?
     var answers: [ChunkAnswer] = []
     swap(&answers, &outcome.answers)
@@ -564,6 +572,24 @@ final class LookupAsks {
         // The cache does not hold it: the ask stays open, queued for a request.
         slots[index].sent = false
         misses.append(id)
+      }
+    }
+  }
+}
+
+extension LookupAsks {
+  /// Lands a request's answers (`found`, one per ask, in the chunk's order) on the asks
+  /// `asks`: each ask closes, kept in the memo. Each address is moved out of `found`: its
+  /// reference count is touched once, for the memo's copy.
+  fileprivate func apply(_ found: consuming [Address?], to asks: [Int32]) {
+    precondition(found.count == asks.count, "one answer per ask")
+    var found = found
+    found.withUnsafeMutableBufferPointer { answers in
+      for (position, id) in asks.enumerated() {
+        let index = Int(id)
+        let answer = answers[position].take().map(LookupResult.init(found:)) ?? .notFound
+        memo.keep(answer, entry: slots[index].entry)
+        slots[index].answer = answer
       }
     }
   }
@@ -612,22 +638,16 @@ enum ChunkAnswer: Sendable {
   case missed
 }
 
-extension Result<[Address?], CepisError> {
-  /// One answer per ask, in the chunk's order.
-  func perAsk(count: Int) -> [ChunkAnswer] {
-    switch self {
-    case .success(let answers): answers.map { $0.map(ChunkAnswer.found) ?? .notFound }
-    case .failure(let error): [ChunkAnswer](repeating: .failed(error), count: count)
-    }
-  }
-}
-
 /// What one chunk's request ended with.
 struct ChunkOutcome: Sendable {
   var chunk: Int
   var asks: [Int32]
-  /// One per ask, in the same order.
+  /// One per ask, in the same order (empty when `fetched` holds them).
   var answers: [ChunkAnswer]
+  /// A request's answers as the decoder gave them, one per ask (`nil`: the CEP does not
+  /// exist), when nothing else is to be said of them (no cache): landed without a
+  /// ``ChunkAnswer`` each.
+  var fetched: [Address?]? = nil
   /// CEPs the cache answered fresh.
   var cacheHits: Int
   /// Whether this was a probe (a look-up in the cache, no request).
