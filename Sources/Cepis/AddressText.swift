@@ -158,43 +158,16 @@ final class AddressStrings: Sendable {
   }
 }
 
-/// The end offset of each of the six packed fields in the buffer.
-struct PackedEnds {
-  var ends: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0, 0, 0)
-
-  subscript(index: Int) -> UInt32 {
-    get {
-      switch index {
-      case 0: return ends.0
-      case 1: return ends.1
-      case 2: return ends.2
-      case 3: return ends.3
-      case 4: return ends.4
-      default: return ends.5
-      }
-    }
-    set {
-      switch index {
-      case 0: ends.0 = newValue
-      case 1: ends.1 = newValue
-      case 2: ends.2 = newValue
-      case 3: ends.3 = newValue
-      case 4: ends.4 = newValue
-      default: ends.5 = newValue
-      }
-    }
-  }
-}
-
 /// The six fields of one row of a *packed chunk*: one allocation (`ManagedBuffer`'s tail)
-/// that holds the rows of a whole batch answer, their fields back to back as valid UTF-8, and
-/// where each field ends. A chunk of 500 rows costs one allocation, not 500; every address
+/// that holds the rows of a whole batch answer, their fields as valid UTF-8, and where each
+/// field ends. A chunk of 500 rows costs one allocation, not 500; every address
 /// read from it holds the chunk (one reference) and its row's number.
 ///
 /// The tail is the *ends table* (six `UInt32` per row: the end of each field, counted from the
-/// start of the text, so that a field starts where the one before it ends, across rows) and
-/// then the text. A chunk is written once, by ``PackedChunkWriter`` or ``make(byteCount:_:)``,
-/// before anyone else can see it, and never again; only reads follow, so sharing it between
+/// start of the text) and then the text: each field followed by one byte that is no part of
+/// it, so that a field starts one byte after the one before it ends, across rows (and a batch
+/// row's six fields, unquoted, are copied from the response as they stand there, commas and
+/// all, in one copy). A chunk is written once, by ``PackedChunkWriter``, before anyone else can see it, and never again; only reads follow, so sharing it between
 /// threads is safe: that is the `@unchecked Sendable` (`ManagedBuffer` itself is never
 /// `Sendable`).
 ///
@@ -214,21 +187,14 @@ struct PackedFields: @unchecked Sendable {
     self.row = row
   }
 
-  /// A chunk of one row: a buffer of `byteCount` bytes that `fill` writes, returning each
-  /// field's end offset. `fill` must write valid UTF-8 into every byte up to the last end.
-  static func make(
-    byteCount: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> PackedEnds
-  ) -> PackedFields {
-    let storage = PackedChunkHeader.allocate(rows: 1, textBytes: byteCount)
-    storage.withUnsafeMutablePointers { header, tail in
-      let ends = fill(tail + header.pointee.textOffset)
-      for field in 0..<6 {
-        precondition(Int(ends[field]) <= byteCount, "a packed field past its buffer")
-        UnsafeMutableRawPointer(tail).storeBytes(
-          of: ends[field], toByteOffset: field * 4, as: UInt32.self)
-      }
-    }
-    return PackedFields(storage: storage, row: 0)
+  /// A chunk of one row, whose six fields (valid UTF-8, `textBytes` bytes in all) `write`
+  /// appends and ends, in order.
+  static func single(textBytes: Int, _ write: (inout PackedChunkWriter) -> Void)
+    -> PackedFields
+  {
+    var writer = PackedChunkWriter(rows: 1, textBytes: textBytes + 6)
+    write(&writer)
+    return writer.endRow()
   }
 
   /// Whether both name the same row of the same chunk.
@@ -239,22 +205,13 @@ struct PackedFields: @unchecked Sendable {
   /// The same fields in a chunk of their own (one allocation the size of the row): what a
   /// long-lived holder keeps, so as not to hold the rest of the chunk.
   var repacked: PackedFields {
-    var lengths = PackedEnds()
     var total = 0
-    for field in AddressText.Field.allCases {
-      total += withUTF8(field) { $0.count }
-      lengths[field.rawValue] = UInt32(total)
-    }
-    return PackedFields.make(byteCount: total) { out in
+    for field in AddressText.Field.allCases { total += withUTF8(field) { $0.count } }
+    return PackedFields.single(textBytes: total) { writer in
       for field in AddressText.Field.allCases {
-        withUTF8(field) { bytes in
-          let start = field.rawValue == 0 ? 0 : Int(lengths[field.rawValue - 1])
-          if let base = bytes.baseAddress {
-            (out + start).initialize(from: base, count: bytes.count)
-          }
-        }
+        withUTF8(field) { writer.append($0) }
+        writer.endField()
       }
-      return lengths
     }
   }
 
@@ -270,8 +227,10 @@ struct PackedFields: @unchecked Sendable {
     return storage.withUnsafeMutablePointers { header, tail in
       let index = row * 6 + field.rawValue
       let raw = UnsafeRawPointer(tail)
+      // One byte after the field before it (see the type's comment).
       let start =
-        index == 0 ? 0 : Int(raw.loadUnaligned(fromByteOffset: (index - 1) * 4, as: UInt32.self))
+        index == 0
+        ? 0 : Int(raw.loadUnaligned(fromByteOffset: (index - 1) * 4, as: UInt32.self)) + 1
       let end = Int(raw.loadUnaligned(fromByteOffset: index * 4, as: UInt32.self))
       return body(
         UnsafeBufferPointer(start: tail + header.pointee.textOffset + start, count: end - start))
@@ -345,12 +304,48 @@ struct PackedChunkWriter {
     written += 1
   }
 
-  /// Ends the current field.
+  /// Appends `bytes` to the current field (valid UTF-8, as a whole field).
+  mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+    guard let base = bytes.baseAddress else { return }
+    append(base, count: bytes.count)
+  }
+
+  /// Ends the current field, and writes the byte that follows it.
   mutating func endField() {
     precondition(fields < 6 && rows < rowCapacity, "a packed chunk's row has six fields")
+    precondition(written < textCapacity, "a packed chunk overflows")
     ends.storeBytes(
       of: UInt32(written), toByteOffset: (rows * 6 + fields) * 4, as: UInt32.self)
+    text[written] = UInt8(ascii: ",")
+    written += 1
     fields += 1
+  }
+
+  /// Writes a whole row at once, and ends it: the `count` bytes at `source` hold its six
+  /// fields in order, each but the last followed by one byte that is no part of it (a comma);
+  /// `fieldEnds` are where the fields end, counted from `source`.
+  mutating func appendRow(
+    _ source: UnsafePointer<UInt8>, count: Int,
+    ends fieldEnds: (Int, Int, Int, Int, Int, Int)
+  ) -> PackedFields {
+    precondition(fields == 0 && rows < rowCapacity, "a whole row starts a row")
+    precondition(written + count + 1 <= textCapacity, "a packed chunk overflows")
+    let (e0, e1, e2, e3, e4, e5) = fieldEnds
+    precondition(
+      e0 >= 0 && e1 > e0 && e2 > e1 && e3 > e2 && e4 > e3 && e5 > e4 && e5 == count,
+      "a whole row's fields end in order, one byte apart at least")
+    (text + written).initialize(from: source, count: count)
+    text[written + count] = UInt8(ascii: ",")
+    let row = rows * 6 * 4
+    ends.storeBytes(of: UInt32(written + e0), toByteOffset: row, as: UInt32.self)
+    ends.storeBytes(of: UInt32(written + e1), toByteOffset: row + 4, as: UInt32.self)
+    ends.storeBytes(of: UInt32(written + e2), toByteOffset: row + 8, as: UInt32.self)
+    ends.storeBytes(of: UInt32(written + e3), toByteOffset: row + 12, as: UInt32.self)
+    ends.storeBytes(of: UInt32(written + e4), toByteOffset: row + 16, as: UInt32.self)
+    ends.storeBytes(of: UInt32(written + e5), toByteOffset: row + 20, as: UInt32.self)
+    written += count + 1
+    fields = 6
+    return endRow()
   }
 
   /// Ends the current row (its six fields ended): its fields, as an address holds them.

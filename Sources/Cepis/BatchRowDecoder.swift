@@ -20,11 +20,18 @@ extension Client {
       body, positions: CEPTable(positionsOf: chunk), count: chunk.count, cep: { chunk[$0] })
   }
 
-  /// ``decodeBatchRows(_:chunk:)`` for a chunk of CEP numbers (the bulk engine's: no string
-  /// per CEP unless the reader-based decoder is needed).
+  /// ``decodeBatchRows(_:chunk:)`` for a chunk of distinct CEP numbers (the bulk engine's
+  /// asks: no string per CEP unless the reader-based decoder is needed, and no table of
+  /// positions while the rows come in the chunk's order).
   static func decodeBatchRows(_ body: Data, numbers: [Int]) throws -> [Address?] {
-    try decodeBatchRows(
-      body, positions: CEPTable(positionsOf: numbers), count: numbers.count,
+    assert(Set(numbers).count == numbers.count, "a chunk's CEP numbers are distinct")
+    let packed = body.withUnsafeBytes { raw in
+      packedBatchRows(
+        raw.bindMemory(to: UInt8.self), positions: ChunkPositions(distinct: numbers),
+        count: numbers.count)
+    }
+    return try rows(
+      packed, body: body, positions: { CEPTable(positionsOf: numbers) }, count: numbers.count,
       cep: { cepString(numbers[$0]) })
   }
 
@@ -34,15 +41,25 @@ extension Client {
     _ body: Data, positions: CEPTable, count: Int, cep: (Int) -> String
   ) throws -> [Address?] {
     let packed = body.withUnsafeBytes { raw in
-      packedBatchRows(raw.bindMemory(to: UInt8.self), positions: positions, count: count)
+      packedBatchRows(
+        raw.bindMemory(to: UInt8.self), positions: ChunkPositions(table: positions), count: count)
     }
+    return try rows(packed, body: body, positions: { positions }, count: count, cep: cep)
+  }
+
+  /// The answer of the packed decoder, or of the reader-based one when the body is not plain.
+  private static func rows(
+    _ packed: PackedBatch, body: Data, positions: () -> CEPTable, count: Int,
+    cep: (Int) -> String
+  ) throws -> [Address?] {
     switch packed {
     case .rows(let rows): return rows
     case .missingColumns:
       throw CepisError.invalidResponse(
         "CSV without the cep and localidade columns: \(HTTPResponse.preview(of: body))")
     case .notPlain:
-      return try decodeBatchRowsWithReader(body, positions: positions, count: count, cep: cep)
+      return try decodeBatchRowsWithReader(
+        body, positions: positions(), count: count, cep: cep)
     }
   }
 
@@ -60,13 +77,15 @@ extension Client {
   static func packedBatchRows(_ bytes: UnsafeBufferPointer<UInt8>, chunk: [String])
     -> PackedBatch
   {
-    packedBatchRows(bytes, positions: CEPTable(positionsOf: chunk), count: chunk.count)
+    packedBatchRows(
+      bytes, positions: ChunkPositions(table: CEPTable(positionsOf: chunk)), count: chunk.count)
   }
 
   /// ``packedBatchRows(_:chunk:)`` over a chunk given as each CEP's position and its length.
   static func packedBatchRows(
-    _ bytes: UnsafeBufferPointer<UInt8>, positions position: CEPTable, count: Int
+    _ bytes: UnsafeBufferPointer<UInt8>, positions: ChunkPositions, count: Int
   ) -> PackedBatch {
+    var positions = positions
     guard isValidUTF8(bytes) else { return .notPlain }
     var index = 0
     if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { index = 3 }
@@ -95,9 +114,14 @@ extension Client {
       if let column { slotOfColumn[column] = field + 1 }
     }
 
+    // Whether the six packed fields are columns 1...6, in order: then a row whose six
+    // fields are there, unquoted, is copied in one piece.
+    let inOrder = slotOfColumn.count >= 7 && (1...6).allSatisfy { slotOfColumn[$0] == $0 }
+
     var found = [Address?](repeating: nil, count: count)
-    // Room for every asked CEP's row, and for all the body's bytes: unescaped fields are
-    // disjoint parts of it, never longer. Made at the first row found.
+    // Room for every asked CEP's row, and for all the body's bytes and a byte after each
+    // field: unescaped fields are disjoint parts of the body, never longer. Made at the first
+    // row found.
     var chunk: PackedChunkWriter?
     var answered = [Bool](repeating: false, count: count)
     // A row's spans by slot (a span of start -1: the row has no such column), in one
@@ -121,18 +145,50 @@ extension Client {
         let cep = spans[0]
         guard cep.start >= 0, !cep.escaped,
           let number = cepNumber(UnsafeBufferPointer(rebasing: bytes[cep.start..<cep.end])),
-          let position = position.value(for: number), !answered[Int(position)]
+          let position = positions.position(of: number), !answered[Int(position)]
         else { continue }
         let slot = Int(position)
         answered[slot] = true
         let localidade = spans[AddressText.Field.localidade.rawValue + 1]
         guard localidade.start >= 0, localidade.end > localidade.start else { continue }
-        if chunk == nil { chunk = PackedChunkWriter(rows: count, textBytes: bytes.count) }
-        found[slot] = Address(
-          cepNumber: number, packed: pack(bytes, UnsafeBufferPointer(spans), into: &chunk!))
+        if chunk == nil {
+          chunk = PackedChunkWriter(rows: count, textBytes: bytes.count + 6 * count)
+        }
+        let packed: PackedFields
+        if inOrder, let whole = wholeRow(UnsafeBufferPointer(spans)) {
+          let start = spans[1].start
+          packed = chunk!.appendRow(
+            bytes.baseAddress! + start, count: whole.count, ends: whole.ends)
+        } else {
+          packed = pack(bytes, UnsafeBufferPointer(spans), into: &chunk!)
+        }
+        found[slot] = Address(cepNumber: number, packed: packed)
       }
       return .rows(found)
     }
+  }
+
+  /// When the six fields of a row (`spans`' slots 1...6) are all there, unquoted and one
+  /// comma apart, in order: the length of the bytes from the first's start to the last's
+  /// end, and where each field ends in them.
+  private static func wholeRow(_ spans: UnsafeBufferPointer<CSVFieldSpan>)
+    -> (count: Int, ends: (Int, Int, Int, Int, Int, Int))?
+  {
+    let start = spans[1].start
+    guard start >= 0 else { return nil }
+    for slot in 1...6 {
+      let span = spans[slot]
+      guard span.start >= 0, !span.escaped else { return nil }
+      // Unquoted and one comma after the field before: the bytes between are that comma.
+      if slot > 1 && span.start != spans[slot - 1].end + 1 { return nil }
+    }
+    return (
+      spans[6].end - start,
+      (
+        spans[1].end - start, spans[2].end - start, spans[3].end - start, spans[4].end - start,
+        spans[5].end - start, spans[6].end - start
+      )
+    )
   }
 
   /// Copies the six fields of a row (those present, by `spans`' slots 1...6; the others
@@ -158,6 +214,40 @@ extension Client {
       chunk.endField()
     }
     return chunk.endRow()
+  }
+}
+
+/// Where each CEP of a chunk is in the decoder's answer: by a table of positions, or, for a
+/// chunk of distinct numbers, by the chunk itself while rows come in its order (the table is
+/// built at the first row out of order).
+struct ChunkPositions {
+  private let numbers: [Int]
+  private var table: CEPTable?
+  /// The position after the last one found.
+  private var next = 0
+
+  /// Positions by `table`.
+  init(table: CEPTable) {
+    self.numbers = []
+    self.table = table
+  }
+
+  /// Positions in `numbers`, distinct CEP numbers.
+  init(distinct numbers: [Int]) {
+    self.numbers = numbers
+    self.table = nil
+  }
+
+  /// The position of `number` in the chunk, or `nil` when the chunk does not hold it.
+  mutating func position(of number: Int) -> Int32? {
+    if next < numbers.count && numbers[next] == number {
+      next += 1
+      return Int32(next - 1)
+    }
+    if table == nil { table = CEPTable(positionsOf: numbers) }
+    guard let position = table?.value(for: number) else { return nil }
+    next = Int(position) + 1
+    return position
   }
 }
 

@@ -458,23 +458,18 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
       isValidUTF8(texts.0), isValidUTF8(texts.1), isValidUTF8(texts.2), isValidUTF8(texts.3),
       isValidUTF8(texts.4), isValidUTF8(texts.5)
     else { return nil }
-    let packed = PackedFields.make(byteCount: total) { out in
-      var ends = PackedEnds()
-      var written = 0
-      func copy(_ bytes: UnsafeBufferPointer<UInt8>, _ field: Int) {
-        if let base = bytes.baseAddress, !bytes.isEmpty {
-          (out + written).initialize(from: base, count: bytes.count)
-          written += bytes.count
-        }
-        ends[field] = UInt32(written)
+    let packed = PackedFields.single(textBytes: total) { writer in
+      // Six calls, not a loop over an array of them: no allocation per row.
+      func field(_ text: UnsafeBufferPointer<UInt8>) {
+        writer.append(text)
+        writer.endField()
       }
-      copy(texts.0, 0)
-      copy(texts.1, 1)
-      copy(texts.2, 2)
-      copy(texts.3, 3)
-      copy(texts.4, 4)
-      copy(texts.5, 5)
-      return ends
+      field(texts.0)
+      field(texts.1)
+      field(texts.2)
+      field(texts.3)
+      field(texts.4)
+      field(texts.5)
     }
     return Address(cepNumber: cep, packed: packed)
   }

@@ -408,15 +408,11 @@ struct AddressCacheFileTests {
 /// as the batch decoder makes them.
 private func packedAddress(_ cep: Int, _ fields: [String]) -> Address {
   let bytes = fields.map { Array($0.utf8) }
-  let packed = PackedFields.make(byteCount: bytes.reduce(0) { $0 + $1.count }) { out in
-    var ends = PackedEnds()
-    var written = 0
-    for (index, field) in bytes.enumerated() {
-      (out + written).initialize(from: field, count: field.count)
-      written += field.count
-      ends[index] = UInt32(written)
+  let packed = PackedFields.single(textBytes: bytes.reduce(0) { $0 + $1.count }) { writer in
+    for field in bytes {
+      field.withUnsafeBufferPointer { writer.append($0) }
+      writer.endField()
     }
-    return ends
   }
   return Address(cepNumber: cep, packed: packed)
 }
