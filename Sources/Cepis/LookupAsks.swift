@@ -35,8 +35,9 @@ final class LookupAsks {
 
   /// One answer, or one CEP asked in one chunk, and how many held rows read it. A row
   /// answered at once (malformed, or from the memo) behind a row still waiting gets a slot
-  /// of its own, already answered. Slots live in one array and are reused once every row
-  /// that reads them has left: no allocation and no hashing per row.
+  /// of its own, already answered. Slots live in two arrays (this plain part, and the
+  /// answers in `slotAnswers`) and are reused once every row that reads them has left: no
+  /// allocation and no hashing per row, and no reference counting but the answer's.
   private struct Slot {
     var cep: Int
     /// The memo's entry the CEP waits in (an ask's; -1 for an answer known at once).
@@ -44,7 +45,6 @@ final class LookupAsks {
     var waiting: Int32
     /// Whether a chunk carries this ask (or it needs none: it is answered).
     var sent: Bool
-    var answer: LookupResult?
     /// Whether the ask waits for the preload's pass (opened while it reads; see
     /// ``startPreloadIfWorthIt()``).
     var awaitsPreload = false
@@ -58,6 +58,8 @@ final class LookupAsks {
   private var edition: Task<RunEdition, Never>?
   private let chunksInFlight: Int
   @exclusivity(unchecked) private var slots: [Slot] = []
+  /// Per slot: its answer, once it has one.
+  @exclusivity(unchecked) private var slotAnswers: [LookupResult?] = []
   @exclusivity(unchecked) private var freeSlots: [Int32] = []
   /// New asks, not yet looked up in the cache (or, without one, not yet sent).
   @exclusivity(unchecked) private var unsent: [Int32] = []
@@ -216,7 +218,7 @@ final class LookupAsks {
       let slot = Int(ask)
       slots[slot].awaitsPreload = false
       memo.stopWaiting(entry: slots[slot].entry)
-      slots[slot].answer = takePreloaded(index, cep: answer.cep)
+      slotAnswers[slot] = takePreloaded(index, cep: answer.cep)
     }
     notePreloadedUses(flush: false)
   }
@@ -333,15 +335,17 @@ final class LookupAsks {
       if preload != nil {
         // The preload's pass may hold it: the ask waits for the pass (see `apply(_:)`).
         let slot = newSlot(
-          Slot(cep: number, entry: entry, waiting: 1, sent: true, answer: nil, awaitsPreload: true))
+          Slot(cep: number, entry: entry, waiting: 1, sent: true, awaitsPreload: true), answer: nil)
         assert(slot == vacant)
         awaitingPreload.append(slot)
         return .asked(slot)
       }
-      let slot = newSlot(Slot(cep: number, entry: entry, waiting: 1, sent: false, answer: nil))
+      let slot = newSlot(Slot(cep: number, entry: entry, waiting: 1, sent: false), answer: nil)
       assert(slot == vacant)
       unsent.append(slot)
-      sendChunks(partial: false)
+      // A full chunk can go (nothing else to send changes but when an outcome lands, which
+      // sends what it made room for).
+      if unsent.count - unsentHead >= Client.maxBatch { sendChunks(partial: false) }
       return .asked(slot)
     }
   }
@@ -349,15 +353,17 @@ final class LookupAsks {
   /// A row whose answer is known: answered now if no row is ahead of it, else held.
   private func known(_ result: LookupResult, behindOthers: Bool) -> Admission {
     guard behindOthers else { return .answered(result) }
-    return .held(newSlot(Slot(cep: -1, entry: -1, waiting: 1, sent: true, answer: result)))
+    return .held(newSlot(Slot(cep: -1, entry: -1, waiting: 1, sent: true), answer: result))
   }
 
-  private func newSlot(_ slot: Slot) -> Int32 {
+  private func newSlot(_ slot: Slot, answer: LookupResult?) -> Int32 {
     if let free = freeSlots.popLast() {
       slots[Int(free)] = slot
+      slotAnswers[Int(free)] = answer
       return free
     }
     slots.append(slot)
+    slotAnswers.append(answer)
     return Int32(slots.count - 1)
   }
 
@@ -369,13 +375,13 @@ final class LookupAsks {
   @usableFromInline
   func take(_ slot: Int32) -> LookupResult? {
     let index = Int(slot)
-    guard slots[index].answer != nil else { return nil }
+    guard slotAnswers[index] != nil else { return nil }
     slots[index].waiting -= 1
-    guard slots[index].waiting == 0 else { return slots[index].answer }
+    guard slots[index].waiting == 0 else { return slotAnswers[index] }
     // The last reader takes the answer out (a move: no retain and release of an address
     // that was last touched a chunk ago).
     freeSlots.append(slot)
-    return slots[index].answer.take()
+    return slotAnswers[index].take()
   }
 
   // MARK: - Requests
@@ -555,19 +561,19 @@ final class LookupAsks {
         // The ask closes: a row read from now on is answered by the memo, or asks again.
         let answer = LookupResult(found: address)
         memo.keep(answer, entry: slots[index].entry)
-        slots[index].answer = answer
+        slotAnswers[index] = answer
       case .notFound:
         memo.keep(.notFound, entry: slots[index].entry)
-        slots[index].answer = .notFound
+        slotAnswers[index] = .notFound
       case .stale(let address):
         // Not kept: a later row with this CEP asks again.
         memo.stopWaiting(entry: slots[index].entry)
-        slots[index].answer = LookupResult(found: address)
+        slotAnswers[index] = LookupResult(found: address)
       case .failed(let error):
         // Not kept: a later row with this CEP asks again. One result for the chunk's failure.
         if failure?.error != error { failure = (error, LookupResult(failure: error)) }
         memo.stopWaiting(entry: slots[index].entry)
-        slots[index].answer = failure?.result
+        slotAnswers[index] = failure?.result
       case .missed:
         // The cache does not hold it: the ask stays open, queued for a request.
         slots[index].sent = false
@@ -589,7 +595,7 @@ extension LookupAsks {
         let index = Int(id)
         let answer = answers[position].take().map(LookupResult.init(found:)) ?? .notFound
         memo.keep(answer, entry: slots[index].entry)
-        slots[index].answer = answer
+        slotAnswers[index] = answer
       }
     }
   }
