@@ -23,6 +23,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let chunk = ["01001000", "20040002", "70040010"]
   let reference = try? Client.decodeBatchRowsWithReader(body, chunk: chunk)
   precondition((try? Client.decodeBatchRows(body, chunk: chunk)) == reference)
+  // The bulk engine's form: positions by the chunk's order before any table.
+  precondition(
+    (try? Client.decodeBatchRows(body, numbers: [1_001_000, 20_040_002, 70_040_010])) == reference)
   if let rows = reference {
     precondition(rows.count == chunk.count)
     for (cep, address) in zip(chunk, rows) {

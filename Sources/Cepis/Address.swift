@@ -9,10 +9,17 @@ import Foundation
 /// Two addresses are equal when every field is, ``source`` and ``staleEdition`` included: the
 /// same street from cep.is and from ViaCEP are different answers (one has DNE coordinates, the
 /// other none), and so are a current answer and one kept from an older edition.
+///
+/// An address from ``Client/lookupMany(_:)`` or ``Client/lookups(_:cep:options:)`` keeps its
+/// text in the buffer of the batch answer it came in (up to 500 addresses, a few dozen
+/// kilobytes), shared with the other addresses of that answer, as a `Substring` shares its
+/// `String`: a million answers cost a few thousand allocations, not millions. Keeping a few
+/// addresses of a large run for long keeps their answers' buffers too; setting any of an
+/// address's text fields gives it text of its own.
 public struct Address: Sendable, Hashable, Codable {
-  /// The text fields. A row of a batch answer keeps them packed in one buffer, and a field
-  /// becomes a `String` when it is read (see `AddressText`); that changes nothing a caller
-  /// can see but the cost.
+  /// The text fields. A row of a batch answer keeps them packed in its answer's buffer, and a
+  /// field becomes a `String` when it is read (see `AddressText`); that changes nothing a
+  /// caller can see but the cost.
   var text: AddressText
 
   /// The CEP, 8 digits, never masked (`"01310100"`).
