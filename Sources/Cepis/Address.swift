@@ -118,6 +118,12 @@ public struct Address: Sendable, Hashable, Codable {
     return fields.chunkIdentity
   }
 
+  /// How many rows a batch row's chunk has room for (for tests).
+  var chunkRowCapacity: Int? {
+    guard case .packed(_, let fields) = text else { return nil }
+    return fields.chunkRowCapacity
+  }
+
   /// Calls `body` with the UTF-8 bytes of one text field, without building a `String` when
   /// the address is a packed batch row (the bulk writers' fast path).
   package func withUTF8<R>(_ field: AddressTextField, _ body: (UnsafeBufferPointer<UInt8>) -> R)

@@ -164,6 +164,13 @@ extension Client {
         }
         found[slot] = Address(cepNumber: number, packed: packed)
       }
+      // The answers held keep only what their rows hold (see `compacted()`).
+      if let compact = chunk?.compacted() {
+        for slot in found.indices {
+          guard case .packed(let cep, let fields)? = found[slot]?.text else { continue }
+          found[slot] = Address(cepNumber: Int(cep), packed: fields.moved(to: compact))
+        }
+      }
       return .rows(found)
     }
   }

@@ -250,8 +250,11 @@ struct BatchRowDecoderTests {
     }
     let found = try Client.decodeBatchRows(Data(body.utf8), numbers: numbers)
     #expect(found == expected)
-    let chunks = Set(found.compactMap { $0?.chunkIdentity })
-    #expect(chunks.count == 1, "one buffer for the answer's \(found.compactMap { $0 }.count) rows")
+    let rows = found.compactMap { $0 }
+    let chunks = Set(rows.compactMap(\.chunkIdentity))
+    #expect(chunks.count == 1, "one buffer for the answer's \(rows.count) rows")
+    // Made with room for all 500 CEPs, it keeps room for the rows found only.
+    #expect(rows.allSatisfy { $0.chunkRowCapacity == rows.count })
     for address in found.compactMap({ $0 }) {
       let alone = try #require(address.repackedAlone)
       #expect(alone == address && alone.hashValue == address.hashValue)
