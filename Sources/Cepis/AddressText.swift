@@ -160,16 +160,16 @@ final class AddressStrings: Sendable {
 
 /// The six fields of one row of a *packed chunk*: one allocation (`ManagedBuffer`'s tail)
 /// that holds the rows of a whole batch answer, their fields as valid UTF-8, and where each
-/// field ends. A chunk of 500 rows costs one allocation, not 500; every address
-/// read from it holds the chunk (one reference) and its row's number.
+/// field ends. A chunk of 500 rows costs one allocation, not 500; every address read from it
+/// holds the chunk (one reference) and its row's number.
 ///
 /// The tail is the *ends table* (six `UInt32` per row: the end of each field, counted from the
 /// start of the text) and then the text: each field followed by one byte that is no part of
 /// it, so that a field starts one byte after the one before it ends, across rows (and a batch
 /// row's six fields, unquoted, are copied from the response as they stand there, commas and
-/// all, in one copy). A chunk is written once, by ``PackedChunkWriter``, before anyone else can see it, and never again; only reads follow, so sharing it between
-/// threads is safe: that is the `@unchecked Sendable` (`ManagedBuffer` itself is never
-/// `Sendable`).
+/// all, in one copy). A chunk is written once, by ``PackedChunkWriter``, before anyone else
+/// can see it, and never again; only reads follow, so sharing it between threads is safe:
+/// that is the `@unchecked Sendable` (`ManagedBuffer` itself is never `Sendable`).
 ///
 /// An address holds its whole chunk, as a `Substring` holds its `String`: a run's memo
 /// re-packs the answers it keeps for long on their own (see `LookupMemo`), so that its few

@@ -3,10 +3,10 @@ import Foundation
 // The `/csv` answer decoder of the bulk path. One pass over the body's bytes, no `String` per
 // field and no allocation per row: each answered row's six fields are copied, unescaped, into
 // the chunk's one packed buffer (`PackedChunkWriter`), and become strings only when a caller
-// reads them. Anything but well-formed UTF-8
-// CSV (a quote never closed, text after a closing quote, invalid UTF-8) is left to the
-// `CSVReader`-based decoder, which says exactly what is wrong; tests and the fuzzer hold the
-// two to the same answers.
+// reads them (a row whose six fields are unquoted and in order, in one copy). Anything but
+// well-formed UTF-8 CSV (a quote never closed, text after a closing quote, invalid UTF-8) is
+// left to the `CSVReader`-based decoder, which says exactly what is wrong; tests and the
+// fuzzer hold the two to the same answers.
 
 extension Client {
   /// The rows of a `/csv` answer in `chunk`'s order (8-digit CEPs): an address, or `nil` for
