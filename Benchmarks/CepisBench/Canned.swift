@@ -23,24 +23,13 @@ struct CannedTransport: HTTPTransport {
   static func fetching(_ urls: [String]) async -> CannedTransport {
     let base = Transport.default.base
     var responses: [String: HTTPResponse] = [:]
-    await withTaskGroup(of: (String, HTTPResponse?).self) { group in
-      var next = 0
-      func add() {
-        guard next < urls.count else { return }
-        let url = urls[next]
-        next += 1
-        group.addTask {
-          guard let parsed = URL(string: url) else { return (url, nil) }
-          let request = HTTPRequest(url: parsed, headers: [], maxBodyBytes: 64 << 20)
-          return (url, try? await base.send(request, timeout: 60))
-        }
-      }
-      for _ in 0..<4 { add() }
-      for await (url, response) in group {
-        guard let response, response.status == 200 else { fail("could not fetch \(url)") }
-        responses[url] = response
-        add()
-      }
+    await forEachFourInFlight(urls) { url -> HTTPResponse? in
+      guard let parsed = URL(string: url) else { return nil }
+      let request = HTTPRequest(url: parsed, headers: [], maxBodyBytes: 64 << 20)
+      return try? await base.send(request, timeout: 60)
+    } _: { url, response in
+      guard let response, response.status == 200 else { fail("could not fetch \(url)") }
+      responses[url] = response
     }
     return CannedTransport(responses: responses)
   }

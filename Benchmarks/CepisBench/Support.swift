@@ -174,6 +174,28 @@ func reportRequestLoop(
   report("cpu_us_per_request", format(cpu / Double(max(1, latencies.count)) * 1e6, 1))
 }
 
+/// Runs `fetch` over every URL, 4 in flight (as curl's `--parallel-max 4`), handing each
+/// result to `take` as it comes.
+func forEachFourInFlight<Result: Sendable>(
+  _ urls: [String], _ fetch: @escaping @Sendable (String) async -> Result,
+  _ take: (String, Result) -> Void
+) async {
+  await withTaskGroup(of: (String, Result).self) { group in
+    var next = 0
+    func add() {
+      guard next < urls.count else { return }
+      let url = urls[next]
+      next += 1
+      group.addTask { (url, await fetch(url)) }
+    }
+    for _ in 0..<4 { add() }
+    while let (url, result) = await group.next() {
+      take(url, result)
+      add()
+    }
+  }
+}
+
 /// `fetch` over every URL, 4 in flight, then the bulk ceiling's figures (wall, CPU per CEP).
 func reportBulkFetch(
   urls: [String], ceps: Int, _ fetch: @escaping @Sendable (String) async -> Int
@@ -181,24 +203,8 @@ func reportBulkFetch(
   _ = await fetch(urls[0])  // warm the connection
   let cpu0 = processCPUSeconds()
   let t0 = nowNanos()
-  let bodyBytes: Int = await withTaskGroup(of: Int.self) { group in
-    var next = 0
-    var total = 0
-    for _ in 0..<min(4, urls.count) {
-      let url = urls[next]
-      next += 1
-      group.addTask { await fetch(url) }
-    }
-    while let bytes = await group.next() {
-      total += bytes
-      if next < urls.count {
-        let url = urls[next]
-        next += 1
-        group.addTask { await fetch(url) }
-      }
-    }
-    return total
-  }
+  var bodyBytes = 0
+  await forEachFourInFlight(urls, fetch) { _, bytes in bodyBytes += bytes }
   let wall = Double(nowNanos() - t0) / 1e9
   let cpu = processCPUSeconds() - cpu0
   report("requests", urls.count)

@@ -208,19 +208,6 @@ struct PackedFields: @unchecked Sendable {
     lhs.storage === rhs.storage && lhs.row == rhs.row
   }
 
-  /// The same fields in a chunk of their own (one allocation the size of the row): what a
-  /// long-lived holder keeps, so as not to hold the rest of the chunk.
-  var repacked: PackedFields {
-    var total = 0
-    for field in AddressText.Field.allCases { total += withUTF8(field) { $0.count } }
-    return PackedFields.single(textBytes: total) { writer in
-      for field in AddressText.Field.allCases {
-        withUTF8(field) { writer.append($0) }
-        writer.endField()
-      }
-    }
-  }
-
   /// Which chunk the row is in, and how many rows it has room for (for tests).
   var chunkIdentity: ObjectIdentifier { ObjectIdentifier(storage) }
   var chunkRowCapacity: Int { storage.header.rowCapacity }
@@ -254,15 +241,13 @@ struct PackedFields: @unchecked Sendable {
 struct PackedChunkHeader {
   /// How many rows the ends table has room for.
   let rowCapacity: Int
-  /// How many bytes of text the chunk has room for.
-  let textCapacity: Int
   /// Where the text starts in the tail: after the ends table.
   var textOffset: Int { rowCapacity * 6 * 4 }
 
   /// A chunk with room for `rows` rows and `textBytes` bytes of text, not yet written.
   static func allocate(rows: Int, textBytes: Int) -> PackedFields.Storage {
     precondition(rows >= 0 && textBytes >= 0 && textBytes <= Int(UInt32.max))
-    let header = PackedChunkHeader(rowCapacity: rows, textCapacity: textBytes)
+    let header = PackedChunkHeader(rowCapacity: rows)
     let buffer = PackedFields.Storage.create(minimumCapacity: header.textOffset + textBytes) {
       _ in header
     }
@@ -277,7 +262,8 @@ struct PackedChunkWriter {
   private let storage: PackedFields.Storage
   private let ends: UnsafeMutableRawPointer
   private let text: UnsafeMutablePointer<UInt8>
-  private let rowCapacity: Int
+  /// How many rows, and how many bytes of text, the chunk has room for.
+  let rowCapacity: Int
   private let textCapacity: Int
   /// Rows finished so far.
   private(set) var rows = 0
@@ -315,6 +301,15 @@ struct PackedChunkWriter {
   mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
     guard let base = bytes.baseAddress else { return }
     append(base, count: bytes.count)
+  }
+
+  /// Appends the six text fields of `address`, each ended: a row of it, but for
+  /// ``endRow()``.
+  mutating func appendFields(of address: Address) {
+    address.forEachUTF8Field { field in
+      append(field)
+      endField()
+    }
   }
 
   /// Ends the current field, and writes the byte that follows it.

@@ -205,5 +205,5 @@ struct LookupMemo {
   }
 
   /// The CEPs held, least recently used first (for tests).
-  var cepsOldestFirst: [Int] { order.oldestFirst.map { keys[Int($0)] } }
+  var cepsOldestFirst: [Int] { heldAnswers.map(\.cep) }
 }

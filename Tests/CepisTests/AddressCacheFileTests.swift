@@ -407,12 +407,11 @@ struct AddressCacheFileTests {
 /// A batch row's address: `fields` (the six text fields in column order) packed in one buffer,
 /// as the batch decoder makes them.
 private func packedAddress(_ cep: Int, _ fields: [String]) -> Address {
-  let bytes = fields.map { Array($0.utf8) }
-  let packed = PackedFields.single(textBytes: bytes.reduce(0) { $0 + $1.count }) { writer in
-    for field in bytes {
-      field.withUnsafeBufferPointer { writer.append($0) }
-      writer.endField()
-    }
+  let built = Address(
+    cep: cepString(cep), logradouro: fields[0], complemento: fields[1], bairro: fields[2],
+    localidade: fields[3], uf: fields[4], ibge: fields[5])
+  let packed = PackedFields.single(textBytes: fields.reduce(0) { $0 + $1.utf8.count }) {
+    $0.appendFields(of: built)
   }
   return Address(cepNumber: cep, packed: packed)
 }

@@ -65,24 +65,16 @@ struct LookupMemoTests {
   /// A batch answer's chunk, written a row at a time, as the decoder writes one.
   struct ChunkOfRows {
     var writer: PackedChunkWriter
-    let capacity: Int
 
     init(rows: Int) {
       writer = PackedChunkWriter(rows: rows, textBytes: rows * 64)
-      capacity = rows
     }
 
-    var isFull: Bool { writer.rows == capacity }
+    var isFull: Bool { writer.rows == writer.rowCapacity }
 
     /// `address` as a row of this chunk.
     mutating func add(_ address: Address) -> Address {
-      for field in AddressTextField.allCases {
-        var text = address.text[field]
-        text.withUTF8 { bytes in
-          if let base = bytes.baseAddress { writer.append(base, count: bytes.count) }
-        }
-        writer.endField()
-      }
+      writer.appendFields(of: address)
       return Address(cepNumber: Int(address.cep)!, packed: writer.endRow())
     }
   }
