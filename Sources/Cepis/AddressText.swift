@@ -197,12 +197,6 @@ struct PackedFields: @unchecked Sendable {
     return writer.endRow()
   }
 
-  /// The same row in `chunk`, a copy of this row's chunk (see
-  /// ``PackedChunkWriter/compacted()``).
-  func moved(to chunk: Storage) -> PackedFields {
-    PackedFields(storage: chunk, row: row)
-  }
-
   /// Whether both name the same row of the same chunk.
   static func === (lhs: PackedFields, rhs: PackedFields) -> Bool {
     lhs.storage === rhs.storage && lhs.row == rhs.row
@@ -348,22 +342,6 @@ struct PackedChunkWriter {
     written += count + 1
     fields = 6
     return endRow()
-  }
-
-  /// A copy of the chunk written so far, the size of what it holds, when the room it was made
-  /// with is at least an eighth unused (`nil` otherwise): rows answer at the same numbers in
-  /// it (``PackedFields/moved(to:)``). A batch answer's chunk is made with room for its whole
-  /// body; what its rows keep is smaller (no CEP column, no row for a CEP that does not
-  /// exist), and a million answers held keep the difference too.
-  func compacted() -> PackedFields.Storage? {
-    let used = rows * 6 * 4 + written
-    guard fields == 0, used * 8 <= (rowCapacity * 6 * 4 + textCapacity) * 7 else { return nil }
-    let copy = PackedChunkHeader.allocate(rows: rows, textBytes: written)
-    copy.withUnsafeMutablePointerToElements { tail in
-      UnsafeMutableRawPointer(tail).copyMemory(from: ends, byteCount: rows * 6 * 4)
-      (tail + rows * 6 * 4).initialize(from: text, count: written)
-    }
-    return copy
   }
 
   /// Ends the current row (its six fields ended): its fields, as an address holds them.

@@ -118,94 +118,106 @@ extension Client {
     // fields are there, unquoted, is copied in one piece.
     let inOrder = slotOfColumn.count >= 7 && (1...6).allSatisfy { slotOfColumn[$0] == $0 }
 
-    var found = [Address?](repeating: nil, count: count)
-    // Room for every asked CEP's row, and for all the body's bytes and a byte after each
-    // field: unescaped fields are disjoint parts of the body, never longer. Made at the first
-    // row found.
-    var chunk: PackedChunkWriter?
     var answered = [Bool](repeating: false, count: count)
-    // A row's spans by slot (a span of start -1: the row has no such column), in one
-    // buffer for the whole body: no array's uniqueness check per field.
+    // Two passes. The first scans the rows and notes, for each answered one (at most one per
+    // asked CEP), its position, its CEP and its six fields' spans, and how many bytes of text
+    // they take; the second copies them into a chunk made to that size (rows, an ends table
+    // and text only for the answers kept: no room for the CEP column, the header or the rows
+    // of CEPs that do not exist, and no copy of the chunk to shed it afterwards).
     let absent = CSVFieldSpan(start: -1, end: -1, escaped: false)
-    return withUnsafeTemporaryAllocation(of: CSVFieldSpan.self, capacity: 7) { spans in
+    let spanCount = 6 * count
+    return withUnsafeTemporaryAllocation(of: CSVFieldSpan.self, capacity: 7 + spanCount) {
+      buffer in
+      // A row's spans by slot (a span of start -1: the row has no such column): slot 0 the
+      // CEP, 1...6 the packed fields; then the packed fields of each answered row.
+      let spans = UnsafeMutableBufferPointer(rebasing: buffer[0..<7])
+      let kept = UnsafeMutableBufferPointer(rebasing: buffer[7...])
       spans.initialize(repeating: absent)
-      let columnCount = header.count
-      while index < bytes.count {
-        for slot in 0..<7 { spans[slot] = absent }
-        guard
-          let record = scanCSVRecord(
-            bytes, from: index,
-            { column, span in
-              guard column < columnCount else { return }
-              let slot = slotOfColumn[column]
-              if slot >= 0 { spans[slot] = span }
-            })
-        else { return .notPlain }
-        index = record.next
-        let cep = spans[0]
-        guard cep.start >= 0, !cep.escaped,
-          let number = cepNumber(UnsafeBufferPointer(rebasing: bytes[cep.start..<cep.end])),
-          let position = positions.position(of: number), !answered[Int(position)]
-        else { continue }
-        let slot = Int(position)
-        answered[slot] = true
-        let localidade = spans[AddressText.Field.localidade.rawValue + 1]
-        guard localidade.start >= 0, localidade.end > localidade.start else { continue }
-        if chunk == nil {
-          chunk = PackedChunkWriter(rows: count, textBytes: bytes.count + 6 * count)
+      return withUnsafeTemporaryAllocation(of: (slot: Int32, cep: Int32).self, capacity: count) {
+        rows in
+        var rowCount = 0
+        var textBytes = 0
+        let columnCount = header.count
+        while index < bytes.count {
+          for slot in 0..<7 { spans[slot] = absent }
+          guard
+            let record = scanCSVRecord(
+              bytes, from: index,
+              { column, span in
+                guard column < columnCount else { return }
+                let slot = slotOfColumn[column]
+                if slot >= 0 { spans[slot] = span }
+              })
+          else { return .notPlain }
+          index = record.next
+          let cep = spans[0]
+          guard cep.start >= 0, !cep.escaped,
+            let number = cepNumber(UnsafeBufferPointer(rebasing: bytes[cep.start..<cep.end])),
+            let position = positions.position(of: number), !answered[Int(position)]
+          else { continue }
+          answered[Int(position)] = true
+          let localidade = spans[AddressText.Field.localidade.rawValue + 1]
+          guard localidade.start >= 0, localidade.end > localidade.start else { continue }
+          for field in 0..<6 {
+            let span = spans[field + 1]
+            kept[rowCount * 6 + field] = span
+            // An escaped field's text is shorter than its span: room enough.
+            if span.start >= 0 { textBytes += span.end - span.start }
+            textBytes += 1
+          }
+          rows[rowCount] = (position, Int32(number))
+          rowCount += 1
         }
-        let packed: PackedFields
-        if inOrder, let whole = wholeRow(UnsafeBufferPointer(spans)) {
-          let start = spans[1].start
-          packed = chunk!.appendRow(
-            bytes.baseAddress! + start, count: whole.count, ends: whole.ends)
-        } else {
-          packed = pack(bytes, UnsafeBufferPointer(spans), into: &chunk!)
+        var found = [Address?](repeating: nil, count: count)
+        guard rowCount > 0 else { return .rows(found) }
+        var chunk = PackedChunkWriter(rows: rowCount, textBytes: textBytes)
+        for row in 0..<rowCount {
+          let fields = UnsafeBufferPointer(rebasing: kept[row * 6..<row * 6 + 6])
+          let packed: PackedFields
+          if inOrder, let whole = wholeRow(fields) {
+            packed = chunk.appendRow(
+              bytes.baseAddress! + fields[0].start, count: whole.count, ends: whole.ends)
+          } else {
+            packed = pack(bytes, fields, into: &chunk)
+          }
+          let (slot, number) = rows[row]
+          found[Int(slot)] = Address(cepNumber: Int(number), packed: packed)
         }
-        found[slot] = Address(cepNumber: number, packed: packed)
+        return .rows(found)
       }
-      // The answers held keep only what their rows hold (see `compacted()`).
-      if let compact = chunk?.compacted() {
-        for slot in found.indices {
-          guard case .packed(let cep, let fields)? = found[slot]?.text else { continue }
-          found[slot] = Address(cepNumber: Int(cep), packed: fields.moved(to: compact))
-        }
-      }
-      return .rows(found)
     }
   }
 
-  /// When the six fields of a row (`spans`' slots 1...6) are all there, unquoted and one
-  /// comma apart, in order: the length of the bytes from the first's start to the last's
-  /// end, and where each field ends in them.
-  private static func wholeRow(_ spans: UnsafeBufferPointer<CSVFieldSpan>)
+  /// When the six fields of a row (`fields`, in the packed order) are all there, unquoted
+  /// and one comma apart, in order: the length of the bytes from the first's start to the
+  /// last's end, and where each field ends in them.
+  private static func wholeRow(_ fields: UnsafeBufferPointer<CSVFieldSpan>)
     -> (count: Int, ends: (Int, Int, Int, Int, Int, Int))?
   {
-    let start = spans[1].start
+    let start = fields[0].start
     guard start >= 0 else { return nil }
-    for slot in 1...6 {
-      let span = spans[slot]
+    for field in 0..<6 {
+      let span = fields[field]
       guard span.start >= 0, !span.escaped else { return nil }
       // Unquoted and one comma after the field before: the bytes between are that comma.
-      if slot > 1 && span.start != spans[slot - 1].end + 1 { return nil }
+      if field > 0 && span.start != fields[field - 1].end + 1 { return nil }
     }
     return (
-      spans[6].end - start,
+      fields[5].end - start,
       (
-        spans[1].end - start, spans[2].end - start, spans[3].end - start, spans[4].end - start,
-        spans[5].end - start, spans[6].end - start
+        fields[0].end - start, fields[1].end - start, fields[2].end - start,
+        fields[3].end - start, fields[4].end - start, fields[5].end - start
       )
     )
   }
 
-  /// Copies the six fields of a row (those present, by `spans`' slots 1...6; the others
-  /// empty), unescaped, into `chunk`.
+  /// Copies the six fields of a row (`fields`, in the packed order; those absent empty),
+  /// unescaped, into `chunk`.
   private static func pack(
-    _ bytes: UnsafeBufferPointer<UInt8>, _ spans: UnsafeBufferPointer<CSVFieldSpan>,
+    _ bytes: UnsafeBufferPointer<UInt8>, _ fields: UnsafeBufferPointer<CSVFieldSpan>,
     into chunk: inout PackedChunkWriter
   ) -> PackedFields {
-    for slot in 1...6 {
-      let span = spans[slot]
+    for span in fields {
       if span.start >= 0 {
         if span.escaped {
           var cursor = span.start

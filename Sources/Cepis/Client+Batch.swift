@@ -54,14 +54,24 @@ extension Client {
         next = try await engine.next(isolation: #isolation)
       }
       guard let answer = next else { break }
-      guard let error = answer.stored.error else {
-        found.append(answer.stored.address)
+      let error: CepisError
+      // The answer is moved into `found` (no retain and release of its address per row).
+      switch (consume answer).stored {
+      case .found(let address):
+        found.append(address)
         continue
+      case .notFound:
+        found.append(nil)
+        continue
+      case .failed(let failure):
+        error = failure.error
       }
       // A malformed input is a `nil` slot; any other failure is a chunk's, after its retries
       // (a 400 from the server is `invalidCEP` too, but for a well-formed CEP). Leaving the
       // loop drops the engine, which cancels the chunks in flight.
-      guard case .invalidCEP = error, cepNumber(ofField: answer.row) == nil else { throw error }
+      guard case .invalidCEP = error, cepNumber(ofField: ceps[found.count]) == nil else {
+        throw error
+      }
       found.append(nil)
     }
     return found

@@ -314,6 +314,9 @@
     private var status = 0
     private var headers: [String: String] = [:]
     private var body = Data()
+    /// The most body room reserved ahead from a declared length (the body may still grow
+    /// past it, up to `limit`).
+    static let reserveCap = 4 << 20
 
     init(gate: AttemptGate, limit: Int, timeout: TimeInterval) {
       self.gate = gate
@@ -326,7 +329,13 @@
     > {
       status = Int(head.status.code)
       headers = fold(head.headers)
-      if declaresMore(than: limit, head.headers) { return refuse(task) }
+      if let declared = head.headers.first(name: "content-length").flatMap(contentLength) {
+        if declared > limit { return refuse(task) }
+        // Room for the declared body at once, not grown by doubling as the parts come (a
+        // batch answer is tens of kilobytes); a length that lies costs address space only,
+        // up to a cap.
+        body.reserveCapacity(min(declared, Self.reserveCap))
+      }
       return task.eventLoop.makeSucceededVoidFuture()
     }
 

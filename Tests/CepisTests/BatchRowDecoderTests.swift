@@ -253,7 +253,7 @@ struct BatchRowDecoderTests {
     let rows = found.compactMap { $0 }
     let chunks = Set(rows.compactMap(\.chunkIdentity))
     #expect(chunks.count == 1, "one buffer for the answer's \(rows.count) rows")
-    // Made with room for all 500 CEPs, it keeps room for the rows found only.
+    // Made to the size of the rows found: no room for the CEPs not found or not answered.
     #expect(rows.allSatisfy { $0.chunkRowCapacity == rows.count })
     for address in found.compactMap({ $0 }) {
       let alone = try #require(address.repackedAlone)
