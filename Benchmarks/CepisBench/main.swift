@@ -22,6 +22,7 @@ let usage = """
     requests [--count N]                      requests lookupMany sends vs the minimum (in-process mock)
     gen-urls --base-url URL --ceps N --out F  the /csv URLs lookupMany sends for the bulk workload (curl config)
     transports                                the transports this build has
+    decode --base-url URL [--ceps N] [--repeats R]   the batch decoder alone: ns per row
     bulk --base-url URL --ceps N [--transport T|canned] [--api lookupMany|lookups]
                                               lookupMany (or the lookups stream) over N CEPs: wall, CPU, resolved
     lookups-rss --rows N --distinct D [--transport T]   the lookups stream over N generated rows
@@ -90,6 +91,34 @@ case "gen-urls":
   for url in urls { writer.write("url = \"\(url)\"\noutput = \"/dev/null\"\n") }
   writer.close()
   report("urls", urls.count)
+
+case "decode":
+  // The batch decoder alone, on one thread: every `/csv` answer of the bulk workload fetched
+  // once, then decoded `--repeats` times over. Steadier than `bulk --transport canned` for
+  // changes of a few percent (no engine, no tasks, no page faults of a growing memo).
+  guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
+  let inputs = bulkWorkload(count: args.int("ceps", 200_000))
+  let urls = batchURLs(base: base.absoluteString, inputs: inputs)
+  let canned = await CannedTransport.fetching(urls)
+  let answers = urls.map { url -> (body: Data, numbers: [Int]) in
+    let query = url.split(separator: "=", maxSplits: 1).last ?? ""
+    return (canned.responses[url]!.body, query.split(separator: ",").map { Int($0)! })
+  }
+  let repeats = args.int("repeats", 5)
+  var rows = 0
+  let cpu0 = processCPUSeconds()
+  for _ in 0..<repeats {
+    for answer in answers {
+      guard let found = try? Client.decodeBatchRows(answer.body, numbers: answer.numbers) else {
+        fail("decode: an answer did not decode")
+      }
+      rows += found.count
+    }
+  }
+  let cpu = processCPUSeconds() - cpu0
+  report("rows", rows)
+  report("cpu_s", format(cpu))
+  report("ns_per_row", format(cpu / Double(rows) * 1e9, 1))
 
 case "bulk":
   guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }

@@ -23,7 +23,7 @@ extension Client {
   /// ``decodeBatchRows(_:chunk:)`` for a chunk of distinct CEP numbers (the bulk engine's
   /// asks: no string per CEP unless the reader-based decoder is needed, and no table of
   /// positions while the rows come in the chunk's order).
-  static func decodeBatchRows(_ body: Data, numbers: [Int]) throws -> [Address?] {
+  package static func decodeBatchRows(_ body: Data, numbers: [Int]) throws -> [Address?] {
     assert(Set(numbers).count == numbers.count, "a chunk's CEP numbers are distinct")
     let packed = body.withUnsafeBytes { raw in
       packedBatchRows(
