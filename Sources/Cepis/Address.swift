@@ -109,11 +109,7 @@ public struct Address: Sendable, Hashable, Codable {
   /// answer's chunk (which it would otherwise hold whole); `nil` when it holds nothing else.
   var repackedAlone: Address? {
     guard case .packed(let cep, let fields) = text, fields.sharesItsChunk else { return nil }
-    var total = 0
-    forEachUTF8Field { total += $0.count }
-    return Address(
-      cepNumber: Int(cep),
-      packed: PackedFields.single(textBytes: total) { $0.appendFields(of: self) })
+    return Address(cepNumber: Int(cep), packed: .alone(self))
   }
 
   /// The chunk a batch row's fields are in, when it holds other rows too (for tests).

@@ -197,6 +197,14 @@ struct PackedFields: @unchecked Sendable {
     return writer.endRow()
   }
 
+  /// The six text fields of `address` in a chunk of their own (one allocation the size of
+  /// the row).
+  static func alone(_ address: Address) -> PackedFields {
+    var total = 0
+    address.forEachUTF8Field { total += $0.count }
+    return single(textBytes: total) { $0.appendFields(of: address) }
+  }
+
   /// Whether both name the same row of the same chunk.
   static func === (lhs: PackedFields, rhs: PackedFields) -> Bool {
     lhs.storage === rhs.storage && lhs.row == rhs.row
@@ -256,8 +264,9 @@ struct PackedChunkWriter {
   private let storage: PackedFields.Storage
   private let ends: UnsafeMutableRawPointer
   private let text: UnsafeMutablePointer<UInt8>
-  /// How many rows, and how many bytes of text, the chunk has room for.
+  /// How many rows the chunk has room for.
   let rowCapacity: Int
+  /// How many bytes of text the chunk has room for.
   private let textCapacity: Int
   /// Rows finished so far.
   private(set) var rows = 0

@@ -1,9 +1,10 @@
 import Foundation
 
-// The `/csv` answer decoder of the bulk path. One pass over the body's bytes, no `String` per
-// field and no allocation per row: each answered row's six fields are copied, unescaped, into
-// the chunk's one packed buffer (`PackedChunkWriter`), and become strings only when a caller
-// reads them (a row whose six fields are unquoted and in order, in one copy). Anything but
+// The `/csv` answer decoder of the bulk path. No `String` per field and no allocation per row:
+// a pass over the body's bytes notes each answered row's fields, then they are copied,
+// unescaped, into the answer's one packed buffer (`PackedChunkWriter`), made to their size,
+// and become strings only when a caller reads them (a row whose six fields are unquoted and
+// in order, in one copy). Anything but
 // well-formed UTF-8 CSV (a quote never closed, text after a closing quote, invalid UTF-8) is
 // left to the `CSVReader`-based decoder, which says exactly what is wrong; tests and the
 // fuzzer hold the two to the same answers.

@@ -216,10 +216,11 @@
     ) async throws -> HTTPResponse {
       let response = try await client.execute(request, deadline: deadline)
       let headers = fold(response.headers)
-      if declaresMore(than: limit, response.headers) {
-        throw HTTPFailure.bodyTooLarge(limit: limit)
-      }
       var body = Data()
+      if let declared = declaredLength(response.headers) {
+        if declared > limit { throw HTTPFailure.bodyTooLarge(limit: limit) }
+        reserveDeclaredBody(&body, length: declared)
+      }
       for try await buffer in response.body {
         if body.count + buffer.readableBytes > limit {
           throw HTTPFailure.bodyTooLarge(limit: limit)
@@ -278,11 +279,10 @@
     }
   }
 
-  /// Whether `fields` announce a body longer than `limit` bytes: refused before it is read.
-  private func declaresMore(than limit: Int, _ fields: HTTPHeaders) -> Bool {
-    guard let declared = fields.first(name: "content-length"), let length = contentLength(declared)
-    else { return false }
-    return length > limit
+  /// The body length `fields` announce, if any: a body longer than the limit is refused
+  /// before it is read, and room is made for one within it.
+  private func declaredLength(_ fields: HTTPHeaders) -> Int? {
+    fields.first(name: "content-length").flatMap(contentLength)
   }
 
   /// Header fields with lowercased names; repeated fields fold into one, as RFC 9110 allows (and
@@ -314,9 +314,6 @@
     private var status = 0
     private var headers: [String: String] = [:]
     private var body = Data()
-    /// The most body room reserved ahead from a declared length (the body may still grow
-    /// past it, up to `limit`).
-    static let reserveCap = 4 << 20
 
     init(gate: AttemptGate, limit: Int, timeout: TimeInterval) {
       self.gate = gate
@@ -329,12 +326,9 @@
     > {
       status = Int(head.status.code)
       headers = fold(head.headers)
-      if let declared = head.headers.first(name: "content-length").flatMap(contentLength) {
+      if let declared = declaredLength(head.headers) {
         if declared > limit { return refuse(task) }
-        // Room for the declared body at once, not grown by doubling as the parts come (a
-        // batch answer is tens of kilobytes); a length that lies costs address space only,
-        // up to a cap.
-        body.reserveCapacity(min(declared, Self.reserveCap))
+        reserveDeclaredBody(&body, length: declared)
       }
       return task.eventLoop.makeSucceededVoidFuture()
     }

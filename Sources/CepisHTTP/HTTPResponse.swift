@@ -1,5 +1,18 @@
 import Foundation
 
+/// Makes room in `body` for a response that declares `length` bytes, before its parts come,
+/// so that it is not grown by doubling as they do (a batch answer is tens of kilobytes). Every
+/// transport's collector calls it once, after refusing a length over its limit. A length that
+/// lies costs address space only, and at most ``bodyReservationCap``: the body still grows
+/// past it, up to the limit, as the parts come.
+package func reserveDeclaredBody(_ body: inout Data, length: Int) {
+  guard length > 0 else { return }
+  body.reserveCapacity(min(length, bodyReservationCap))
+}
+
+/// The most room ``reserveDeclaredBody(_:length:)`` makes ahead of a body's parts.
+package let bodyReservationCap = 4 << 20
+
 /// The value of a `Content-Length` field (ASCII digits, spaces and tabs around them allowed), or
 /// `nil` when it is not one. Bytes, not Foundation's trimming: this runs for every response.
 package func contentLength(_ field: String) -> Int? {

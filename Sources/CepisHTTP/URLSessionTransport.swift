@@ -193,7 +193,11 @@ private final class Exchange: @unchecked Sendable {
       finish(.failure(HTTPFailure.bodyTooLarge(limit: maxBodyBytes)))
       return
     }
-    state.withLock { $0.response = http }
+    state.withLock { state in
+      state.response = http
+      // -1 when the length is not declared.
+      reserveDeclaredBody(&state.body, length: Int(http.expectedContentLength))
+    }
   }
 
   func received(data: Data) {

@@ -410,8 +410,5 @@ private func packedAddress(_ cep: Int, _ fields: [String]) -> Address {
   let built = Address(
     cep: cepString(cep), logradouro: fields[0], complemento: fields[1], bairro: fields[2],
     localidade: fields[3], uf: fields[4], ibge: fields[5])
-  let packed = PackedFields.single(textBytes: fields.reduce(0) { $0 + $1.utf8.count }) {
-    $0.appendFields(of: built)
-  }
-  return Address(cepNumber: cep, packed: packed)
+  return Address(cepNumber: cep, packed: .alone(built))
 }
