@@ -154,8 +154,12 @@ package func withAttemptDeadline(
   var timer: (any DispatchSourceTimer)?
   if let timeout {
     let source = DispatchSource.makeTimerSource(queue: attemptDeadlines)
-    source.setEventHandler { [weak gate] in
-      gate?.finish(.failure(AttemptTimedOut(seconds: timeout)))
+    // The gate is held strongly: the source is cancelled (and lets go of this handler) when
+    // the attempt ends, below. A weak reference would cost a side table per attempt, which
+    // LeakSanitizer reports as a leak when a process exits with an attempt still running
+    // (the table is reachable only through bits of the gate's reference count).
+    source.setEventHandler {
+      gate.finish(.failure(AttemptTimedOut(seconds: timeout)))
     }
     source.schedule(deadline: .now() + .nanoseconds(Int(min(max(timeout, 0), 86_400) * 1e9)))
     source.resume()
