@@ -196,11 +196,20 @@ func forEachFourInFlight<Result: Sendable>(
   }
 }
 
+/// With `CEPIS_BENCH_MARK` set, says "measuring" on standard error and waits a second: for a
+/// profiler attached then (`perf record -p`, `perf stat -p`), the measured part starts after.
+func markForProfiler() async {
+  guard ProcessInfo.processInfo.environment["CEPIS_BENCH_MARK"] != nil else { return }
+  FileHandle.standardError.write(Data("measuring\n".utf8))
+  try? await Task.sleep(for: .seconds(1))
+}
+
 /// `fetch` over every URL, 4 in flight, then the bulk ceiling's figures (wall, CPU per CEP).
 func reportBulkFetch(
   urls: [String], ceps: Int, _ fetch: @escaping @Sendable (String) async -> Int
 ) async {
   _ = await fetch(urls[0])  // warm the connection
+  await markForProfiler()
   let cpu0 = processCPUSeconds()
   let t0 = nowNanos()
   var bodyBytes = 0

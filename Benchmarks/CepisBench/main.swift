@@ -136,11 +136,7 @@ case "bulk":
   // Warm the connection pool and the code paths outside the measurement.
   _ = try? await client.lookupMany(Array(inputs.prefix(2_000)))
   let api = args.options["api"] ?? "lookupMany"
-  if ProcessInfo.processInfo.environment["CEPIS_BENCH_MARK"] != nil {
-    // For a profiler attached now (`perf record -p`): the measured part starts in a second.
-    FileHandle.standardError.write(Data("measuring\n".utf8))
-    try? await Task.sleep(for: .seconds(1))
-  }
+  await markForProfiler()
   let cpu0 = processCPUSeconds()
   let t0 = nowNanos()
   var resolved = 0

@@ -172,17 +172,21 @@ extension Client {
         var found = [Address?](repeating: nil, count: count)
         guard rowCount > 0 else { return .rows(found) }
         var chunk = PackedChunkWriter(rows: rowCount, textBytes: textBytes)
-        for row in 0..<rowCount {
-          let fields = UnsafeBufferPointer(rebasing: kept[row * 6..<row * 6 + 6])
-          let packed: PackedFields
-          if inOrder, let whole = wholeRow(fields) {
-            packed = chunk.appendRow(
-              bytes.baseAddress! + fields[0].start, count: whole.count, ends: whole.ends)
-          } else {
-            packed = pack(bytes, fields, into: &chunk)
+        // Written through a buffer: no uniqueness check per row, nor the retain and release of
+        // each address around it.
+        found.withUnsafeMutableBufferPointer { found in
+          for row in 0..<rowCount {
+            let fields = UnsafeBufferPointer(rebasing: kept[row * 6..<row * 6 + 6])
+            let packed: PackedFields
+            if inOrder, let whole = wholeRow(fields) {
+              packed = chunk.appendRow(
+                bytes.baseAddress! + fields[0].start, count: whole.count, ends: whole.ends)
+            } else {
+              packed = pack(bytes, fields, into: &chunk)
+            }
+            let (slot, number) = rows[row]
+            found[Int(slot)] = Address(cepNumber: Int(number), packed: consume packed)
           }
-          let (slot, number) = rows[row]
-          found[Int(slot)] = Address(cepNumber: Int(number), packed: packed)
         }
         return .rows(found)
       }

@@ -40,7 +40,7 @@ extension Client {
     guard !ceps.isEmpty else { return [] }
     // The stream's engine, with a memo that holds every distinct CEP: each is asked once.
     let engine = LookupEngine(
-      client: self, rows: AsyncRows(ceps), key: .text({ $0 }),
+      client: self, rows: AsyncRows(ceps), key: .cepStrings,
       options: BulkOptions(memoCapacity: ceps.count, chunksInFlight: Self.batchConcurrency),
       expectedCEPs: ceps.count,
       editionCheck: cache != nil && Self.fillsOneChunk(ceps) ? .live : .refresh)

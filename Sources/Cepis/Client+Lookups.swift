@@ -197,7 +197,7 @@ extension Client {
     var options = options
     // An array (any sequence that knows its length) says how many rows the run reads.
     options.expectedRows = max(options.expectedRows, ceps.underestimatedCount)
-    return LookupStream(client: self, rows: AsyncRows(ceps), key: .text({ $0 }), options: options)
+    return LookupStream(client: self, rows: AsyncRows(ceps), key: .cepStrings, options: options)
   }
 }
 
@@ -210,7 +210,7 @@ extension Client {
   public func lookups<CEPs: AsyncSequence & Sendable>(
     _ ceps: CEPs, options: BulkOptions = BulkOptions()
   ) -> LookupStream<CEPs> where CEPs.Element == String {
-    LookupStream(client: self, rows: ceps, key: .text({ $0 }), options: options)
+    LookupStream(client: self, rows: ceps, key: .cepStrings, options: options)
   }
 }
 

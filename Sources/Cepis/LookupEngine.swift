@@ -45,7 +45,11 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     }
   }
 
-  @usableFromInline let key: CEPKey<Row>
+  /// How a row's CEP is read: its text, its number, or the row itself (`CEPKey`), one
+  /// closure per kind in a property of its own. A closure taken out of the enum for every row
+  /// costs a retain and a release of its context.
+  @usableFromInline let textKey: (@Sendable (Row) -> String)?
+  @usableFromInline let numberKey: (@Sendable (Row) -> Int?)?
   @usableFromInline let readAhead: Int
   // Unchecked exclusivity, as for the rows held below: `input` is accessed across the await
   // of every row's `next`, which otherwise costs a dynamic access record per row.
@@ -87,7 +91,13 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     client: Client, rows: Rows, key: CEPKey<Row>, options: BulkOptions,
     expectedCEPs: Int = 0, editionCheck: LookupAsks.EditionCheck = .refresh
   ) {
-    self.key = key
+    switch key {
+    case .text(let cep): (textKey, numberKey) = (cep, nil)
+    case .number(let cep): (textKey, numberKey) = (nil, cep)
+    case .row:
+      precondition(Row.self == String.self, "CEPKey.row reads String rows")
+      (textKey, numberKey) = (nil, nil)
+    }
     self.readAhead = options.readAhead
     self.linger = options.linger
     self.lastRowsAt = monotonicSeconds()
@@ -154,17 +164,24 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
           inputDone = true
           continue
         }
-        let admission =
-          switch key {
-          case .text(let cep): asks.admit(cep(row), behindOthers: heldHead < held.count)
-          case .number(let cep): asks.admit(number: cep(row), behindOthers: heldHead < held.count)
-          }
+        let behindOthers = heldHead < held.count
+        let admission: LookupAsks.Admission
+        if let textKey {
+          admission = asks.admit(textKey(row), behindOthers: behindOthers)
+        } else if let numberKey {
+          admission = asks.admit(number: numberKey(row), behindOthers: behindOthers)
+        } else {
+          // `Row` is `String` (`CEPKey.row`): read through a cast, one retain and release of
+          // the string per row (a `{ $0 }` key cost two, and two of its closure's context).
+          admission = asks.admit(row as! String, behindOthers: behindOthers)
+        }
+        // The row is moved, not copied, into its answer or the line.
         switch admission {
         case .answered(let result):
           if pump != nil { creditOwed += 1 }
-          return LookupAnswer(row: row, stored: result)
-        case .held(let slot): held.append(Held(row: row, slot: slot, openedAsk: false))
-        case .asked(let slot): held.append(Held(row: row, slot: slot, openedAsk: true))
+          return LookupAnswer(row: consume row, stored: result)
+        case .held(let slot): held.append(Held(row: consume row, slot: slot, openedAsk: false))
+        case .asked(let slot): held.append(Held(row: consume row, slot: slot, openedAsk: true))
         }
         continue
       }
@@ -297,7 +314,11 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   /// The first held row, when it is answered.
   @inlinable
   func popAnswered() -> LookupAnswer<Row>? {
-    guard heldHead < held.count, let result = asks.take(held[heldHead].slot) else { return nil }
+    guard heldHead < held.count else { return nil }
+    // The slot alone is read before `take`: reading it as the argument would copy (retain and
+    // release) the whole held row around the call.
+    let slot = held[heldHead].slot
+    guard let result = asks.take(slot) else { return nil }
     let openedAsk = held[heldHead].openedAsk
     if pump != nil { creditOwed += 1 }
     // Moved out, not copied: the row is not retained twice.
@@ -323,4 +344,13 @@ enum CEPKey<Row>: Sendable {
   case text(@Sendable (Row) -> String)
   /// The CEP's number, or `nil` when the row has none.
   case number(@Sendable (Row) -> Int?)
+  /// The row is the CEP string itself (`Row` is `String`: a stream of CEP strings, and
+  /// `lookupMany`). What `.text({ $0 })` means, without a call per row, nor the retain and
+  /// release of the closure and of the string it returns.
+  case row
+}
+
+extension CEPKey where Row == String {
+  /// The key of rows that are CEP strings (``CEPKey/row``): only for `Row == String`.
+  @usableFromInline static var cepStrings: CEPKey<String> { .row }
 }
