@@ -45,11 +45,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     }
   }
 
-  /// How a row's CEP is read: its text, its number, or the row itself (`CEPKey`), one
-  /// closure per kind in a property of its own. A closure taken out of the enum for every row
-  /// costs a retain and a release of its context.
-  @usableFromInline let textKey: (@Sendable (Row) -> String)?
-  @usableFromInline let numberKey: (@Sendable (Row) -> Int?)?
+  @usableFromInline let key: CEPKey<Row>
   @usableFromInline let readAhead: Int
   // Unchecked exclusivity, as for the rows held below: `input` is accessed across the await
   // of every row's `next`, which otherwise costs a dynamic access record per row.
@@ -91,13 +87,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     client: Client, rows: Rows, key: CEPKey<Row>, options: BulkOptions,
     expectedCEPs: Int = 0, editionCheck: LookupAsks.EditionCheck = .refresh
   ) {
-    switch key {
-    case .text(let cep): (textKey, numberKey) = (cep, nil)
-    case .number(let cep): (textKey, numberKey) = (nil, cep)
-    case .row:
-      precondition(Row.self == String.self, "CEPKey.row reads String rows")
-      (textKey, numberKey) = (nil, nil)
-    }
+    if case .row = key { precondition(Row.self == String.self, "CEPKey.row reads String rows") }
+    self.key = key
     self.readAhead = options.readAhead
     self.linger = options.linger
     self.lastRowsAt = monotonicSeconds()
@@ -165,16 +156,13 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
           continue
         }
         let behindOthers = heldHead < held.count
-        let admission: LookupAsks.Admission
-        if let textKey {
-          admission = asks.admit(textKey(row), behindOthers: behindOthers)
-        } else if let numberKey {
-          admission = asks.admit(number: numberKey(row), behindOthers: behindOthers)
-        } else {
-          // `Row` is `String` (`CEPKey.row`): read through a cast, one retain and release of
-          // the string per row (a `{ $0 }` key cost two, and two of its closure's context).
-          admission = asks.admit(row as! String, behindOthers: behindOthers)
-        }
+        let admission =
+          switch key {
+          case .text(let cep): asks.admit(cep(row), behindOthers: behindOthers)
+          case .number(let cep): asks.admit(number: cep(row), behindOthers: behindOthers)
+          // `Row` is `String`: a cast, one retain and release of the string per row.
+          case .row: asks.admit(row as! String, behindOthers: behindOthers)
+          }
         // The row is moved, not copied, into its answer or the line.
         switch admission {
         case .answered(let result):
