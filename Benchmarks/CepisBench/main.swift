@@ -23,7 +23,8 @@ let usage = """
     gen-urls --base-url URL --ceps N --out F  the /csv URLs lookupMany sends for the bulk workload (curl config)
     transports                                the transports this build has
     decode --base-url URL [--ceps N] [--repeats R]   the batch decoder alone: ns per row
-    bulk --base-url URL --ceps N [--transport T|canned] [--api lookupMany|lookups]
+    bulk --base-url URL --ceps N [--transport T|canned]
+         [--api lookupMany|lookups|lookups-main-actor|lookups-async]
                                               lookupMany (or the lookups stream) over N CEPs: wall, CPU, resolved
     lookups-rss --rows N --distinct D [--transport T]   the lookups stream over N generated rows
                                               holding D distinct CEPs (in-process mock): peak RSS, requests
@@ -150,6 +151,10 @@ case "bulk":
     stopped = (nowNanos(), processCPUSeconds())
     resolved = found.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
   case "lookups":
+    resolved = await countResolved(client.lookups(inputs))
+  case "lookups-main-actor":
+    // The same loop in this top-level code, on the main actor (an app's view model would
+    // run it there): two executor checks a row that a nonisolated loop does not make.
     do {
       for try await answer in client.lookups(inputs) {
         switch answer.result {
@@ -161,16 +166,9 @@ case "bulk":
   case "lookups-async":
     // The same CEPs from an asynchronous sequence (as a database cursor would give them): read
     // by the stream's reader task, not inline.
-    do {
-      for try await answer in client.lookups(AsyncCEPs(ceps: inputs)) {
-        switch answer.result {
-        case .success(let address): if address != nil { resolved += 1 }
-        case .failure(let error): fail("lookups: row \(answer.row): \(error)")
-        }
-      }
-    } catch { fail("lookups: \(error)") }
+    resolved = await countResolved(client.lookups(AsyncCEPs(ceps: inputs)))
   default:
-    fail("--api lookupMany|lookups|lookups-async")
+    fail("--api lookupMany|lookups|lookups-main-actor|lookups-async")
   }
   let wall = Double((stopped?.wall ?? nowNanos()) - t0) / 1e9
   let cpu = (stopped?.cpu ?? processCPUSeconds()) - cpu0

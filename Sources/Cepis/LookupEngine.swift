@@ -8,7 +8,7 @@ import CepisSupport
 /// thin generic layer unspecialised.
 ///
 /// A plain sequence (``ReadInline``) is read only inside ``next()``, so a consumer that stops
-/// asking stops the reading. Any other input is read by a ``RowPump`` on a task of its own,
+/// asking stops the reading (an array by index, any other through its iterator). Any other input is read by a ``RowPump`` on a task of its own,
 /// at most the read-ahead ahead of the consumer, so that a pause of the input does not hold
 /// the answers of the rows already read; rows that stop coming for ``BulkOptions/linger``
 /// count as "nothing more to read now". Each row read is answered at once (a malformed CEP,
@@ -51,6 +51,12 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   // of every row's `next`, which otherwise costs a dynamic access record per row.
   // `nil` when a pump reads the rows.
   @usableFromInline @exclusivity(unchecked) var input: Rows.AsyncIterator?
+  /// An array's rows (`lookupMany`, `lookups` over an array), read by index: no asynchronous
+  /// call per row, whose return checks the caller's executor (`swift_task_switch`, counted:
+  /// one a row). Used when `readsArray`; otherwise empty.
+  @usableFromInline let rowArray: [Row]
+  @usableFromInline let readsArray: Bool
+  @usableFromInline @exclusivity(unchecked) var rowIndex = 0
   @usableFromInline @exclusivity(unchecked) var inputDone = false
   @usableFromInline @exclusivity(unchecked) var inputError: (any Error)?
   @usableFromInline @exclusivity(unchecked) var finished = false
@@ -96,10 +102,19 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       client: client, options: options, expectedCEPs: expectedCEPs,
       expectedRows: max(expectedCEPs, options.expectedRows), editionCheck: editionCheck)
     self.asks = asks
-    if rows is any ReadInline {
+    if let array = (rows as? AsyncRows<[Row]>)?.base {
+      self.rowArray = array
+      self.readsArray = true
+      self.input = nil
+      self.pump = nil
+    } else if rows is any ReadInline {
+      self.rowArray = []
+      self.readsArray = false
       self.input = rows.makeAsyncIterator()
       self.pump = nil
     } else {
+      self.rowArray = []
+      self.readsArray = false
       self.input = nil
       self.pump = RowPump(readAhead: options.readAhead, wake: asks.mailbox)
       self.unreadRows = rows
@@ -134,7 +149,14 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       if let answer = popAnswered() { return answer }
       if !inputDone && held.count - heldHead < readAhead {
         let row: Row?
-        if let pump {
+        if readsArray {
+          if rowIndex < rowArray.count {
+            row = rowArray[rowIndex]
+            rowIndex += 1
+          } else {
+            row = nil
+          }
+        } else if let pump {
           if pumpedHead == pumped.count && !takeRows(from: pump) {
             // No row for now (or the input just ended: the next turn sees it).
             if !inputDone, try await waitForAnswers(stalled: true) { return nil }

@@ -104,14 +104,26 @@ struct LookupsEndToEndTests {
     Set(rows.compactMap { try? normalizeCEP($0.cep) })
   }
 
-  @Test(arguments: testedTransportKinds)
-  func everyRowInOrderEachDistinctCEPOnceMalformedNeverSent(transport: Transport.Kind)
-    async throws
-  {
+  /// How a plain sequence of rows is given: an array (read by index) or another sequence
+  /// (read through its iterator).
+  enum PlainRows: String, CaseIterable, Sendable, CustomStringConvertible {
+    case array
+    case slice
+    var description: String { rawValue }
+  }
+
+  @Test(arguments: testedTransportKinds, PlainRows.allCases)
+  func everyRowInOrderEachDistinctCEPOnceMalformedNeverSent(
+    transport: Transport.Kind, plain: PlainRows
+  ) async throws {
     try await withMockServer { server in
       let rows = Self.customers()
-      let stream = fastClient(server, transport).lookups(AsyncRows(rows), cep: { $0.cep })
-      let answers = try await Self.collect(stream)
+      let client = fastClient(server, transport)
+      let answers =
+        switch plain {
+        case .array: try await Self.collect(client.lookups(AsyncRows(rows), cep: { $0.cep }))
+        case .slice: try await Self.collect(client.lookups(AsyncRows(rows[...]), cep: { $0.cep }))
+        }
       Self.check(answers, rows, server)
       let sent = requests(server, on: .csv)
       let asked = sent.flatMap { ($0.query ?? "").dropFirst("ceps=".count).split(separator: ",") }
