@@ -217,8 +217,9 @@ extension Client {
 /// A `Sequence` read as an `AsyncSequence`: the rows of `lookups(_:options:)` given a plain
 /// sequence of CEP strings.
 ///
-/// Inlinable: the stream's engine, specialised in the caller's module, reads each row with a
-/// plain call to the base iterator instead of an async call (and its executor check) per row.
+/// The stream's engine reads an array's rows by index, with no asynchronous call per row;
+/// any other base sequence through its iterator, with an inlinable asynchronous call per row
+/// (on the caller's executor: one `swift_task_switch` check a row, no hop).
 public struct AsyncRows<Base: Sequence & Sendable>: AsyncSequence, Sendable
 where Base.Element: Sendable {
   /// A row of the base sequence.
