@@ -8,12 +8,13 @@ import CepisSupport
 /// thin generic layer unspecialised.
 ///
 /// A plain sequence (``ReadInline``) is read only inside ``next()``, so a consumer that stops
-/// asking stops the reading (an array by index, any other through its iterator). Any other input is read by a ``RowPump`` on a task of its own,
-/// at most the read-ahead ahead of the consumer, so that a pause of the input does not hold
-/// the answers of the rows already read; rows that stop coming for ``BulkOptions/linger``
-/// count as "nothing more to read now". Each row read is answered at once (a malformed CEP,
-/// or an answer in the memo, when no row is ahead of it), or held with the slot its answer
-/// will come from. A row leaves when it is first in line and answered.
+/// asking stops the reading (an array by index, any other through its iterator). Any other
+/// input is read by a ``RowPump`` on a task of its own, at most the read-ahead ahead of the
+/// consumer, so that a pause of the input does not hold the answers of the rows already read;
+/// rows that stop coming for ``BulkOptions/linger`` count as "nothing more to read now". Each
+/// row read is answered at once (a malformed CEP, or an answer in the memo, when no row is
+/// ahead of it), or held with the slot its answer will come from. A row leaves when it is
+/// first in line and answered.
 ///
 /// Bounds: rows read and not yet answered ≤ ``BulkOptions/readAhead``; asks ≤ rows held;
 /// memo ≤ ``BulkOptions/memoCapacity``; outcomes not yet applied ≤
