@@ -154,7 +154,9 @@ case "bulk":
     resolved = await countResolved(client.lookups(inputs))
   case "lookups-main-actor":
     // The same loop in this top-level code, on the main actor (an app's view model would
-    // run it there): two executor checks a row that a nonisolated loop does not make.
+    // run it there): two executor checks a row that a nonisolated loop does not make. Not
+    // `countResolved` with an `isolated` parameter set to the main actor: that loop made no
+    // check a row (counted); only code statically on the main actor pays them.
     do {
       for try await answer in client.lookups(inputs) {
         switch answer.result {

@@ -54,9 +54,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   @usableFromInline @exclusivity(unchecked) var input: Rows.AsyncIterator?
   /// An array's rows (`lookupMany`, `lookups` over an array), read by index: no asynchronous
   /// call per row, whose return checks the caller's executor (`swift_task_switch`, counted:
-  /// one a row). Used when `readsArray`; otherwise empty.
+  /// one a row). The input when there is neither a pump nor `input`; otherwise empty.
   @usableFromInline let rowArray: [Row]
-  @usableFromInline let readsArray: Bool
   @usableFromInline @exclusivity(unchecked) var rowIndex = 0
   @usableFromInline @exclusivity(unchecked) var inputDone = false
   @usableFromInline @exclusivity(unchecked) var inputError: (any Error)?
@@ -105,17 +104,14 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     self.asks = asks
     if let array = (rows as? AsyncRows<[Row]>)?.base {
       self.rowArray = array
-      self.readsArray = true
       self.input = nil
       self.pump = nil
     } else if rows is any ReadInline {
       self.rowArray = []
-      self.readsArray = false
       self.input = rows.makeAsyncIterator()
       self.pump = nil
     } else {
       self.rowArray = []
-      self.readsArray = false
       self.input = nil
       self.pump = RowPump(readAhead: options.readAhead, wake: asks.mailbox)
       self.unreadRows = rows
@@ -150,14 +146,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
       if let answer = popAnswered() { return answer }
       if !inputDone && held.count - heldHead < readAhead {
         let row: Row?
-        if readsArray {
-          if rowIndex < rowArray.count {
-            row = rowArray[rowIndex]
-            rowIndex += 1
-          } else {
-            row = nil
-          }
-        } else if let pump {
+        if let pump {
           if pumpedHead == pumped.count && !takeRows(from: pump) {
             // No row for now (or the input just ended: the next turn sees it).
             if !inputDone, try await waitForAnswers(stalled: true) { return nil }
@@ -165,7 +154,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
           }
           row = pumped[pumpedHead]
           pumpedHead += 1
-        } else {
+        } else if input != nil {
           do {
             row = try await input!.next(isolation: actor)
           } catch {
@@ -173,6 +162,11 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
             inputError = error
             continue
           }
+        } else if rowIndex < rowArray.count {
+          row = rowArray[rowIndex]
+          rowIndex += 1
+        } else {
+          row = nil
         }
         guard let row else {
           inputDone = true
