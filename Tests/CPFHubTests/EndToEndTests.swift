@@ -475,7 +475,7 @@ struct EndToEndTests {
       let start = Date()
       task.cancel()
       let result = await task.result
-      #expect(Date().timeIntervalSince(start) < 2)
+      #expect(Date().timeIntervalSince(start) < 5)
       #expect(throws: CancellationError.self) { try result.get() }
     }
   }

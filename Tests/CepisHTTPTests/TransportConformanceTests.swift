@@ -69,7 +69,7 @@ struct TransportConformanceTests {
       let start = Date()
       call.cancel()
       await #expect(throws: CancellationError.self) { try await call.value }
-      #expect(Date().timeIntervalSince(start) < 2, "cancellation took too long")
+      #expect(Date().timeIntervalSince(start) < 5, "cancellation took too long")
     }
   }
 

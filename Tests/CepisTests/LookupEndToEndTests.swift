@@ -361,7 +361,7 @@ struct LookupEndToEndTests {
       let start = Date()
       task.cancel()
       await #expect(throws: CancellationError.self) { try await task.value }
-      #expect(Date().timeIntervalSince(start) < 2)
+      #expect(Date().timeIntervalSince(start) < 5)
       #expect(requests(server, on: .cep).count == 1)
     }
   }
