@@ -126,7 +126,9 @@ struct TransportConformanceTests {
   @Test("same-origin redirects are followed, at most five", arguments: testedTransportKinds)
   func sameOriginRedirects(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
-      let executor = try makeExecutor(kind, attemptTimeout: 5)
+      // Each leg resumes the calling task on Swift's pool before the next is sent: a
+      // generous deadline, so that a pool busy with other tests cannot end the attempt.
+      let executor = try makeExecutor(kind, attemptTimeout: 30)
       server.script(.cep, (1...5).map { .redirect(status: 302, location: "/\($0)/01001000") })
       let response = try await executor.perform(request(server))
       #expect(response.status == 200)
@@ -145,7 +147,7 @@ struct TransportConformanceTests {
   func redirectLoop(kind: Transport.Kind) async throws {
     try await MockServer.withServer { server in
       server.script(.cep, [.redirect(status: 301, location: "/01001000")])
-      let executor = try makeExecutor(kind, attemptTimeout: 5, maxAttempts: 3)
+      let executor = try makeExecutor(kind, attemptTimeout: 30, maxAttempts: 3)
       let (outcome, _) = await measure { try await executor.perform(request(server)) }
       #expect(outcome.failure == .redirectLoop, "\(outcome)")
       #expect(server.requests.count == 1)

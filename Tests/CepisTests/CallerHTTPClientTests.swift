@@ -15,7 +15,8 @@
         let port = try #require(server.baseURL.port)
         server.script(.cep, [.redirect(status: 302, location: "http://localhost:\(port)/01001000")])
         let client = Client(
-          baseURL: server.baseURL, maxAttempts: 1, transport: .asyncHTTPClient(.shared))
+          baseURL: server.baseURL, timeout: 30, maxAttempts: 1,
+          transport: .asyncHTTPClient(.shared))
         await #expect(throws: CepisError.self) { try await client.lookup("01001000") }
         #expect(requests(server, on: .cep).count == 1)
         // A same-origin redirect is followed by Cepis, as on every transport.
