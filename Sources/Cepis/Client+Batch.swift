@@ -38,56 +38,37 @@ extension Client {
   ///   are cancelled), or `CancellationError`.
   public func lookupMany(_ ceps: [String]) async throws -> [Address?] {
     guard !ceps.isEmpty else { return [] }
-    // The stream's engine, with a memo that holds every distinct CEP: each is asked once.
+    // Each distinct well-formed CEP once, in the order it first appears; the stream's engine
+    // asks them, with nothing kept in its memo (no later row could use it: the answers are
+    // kept here, once each).
+    let distinct = DistinctCEPs(ceps)
+    guard !distinct.numbers.isEmpty else { return [Address?](repeating: nil, count: ceps.count) }
+    var options = BulkOptions(chunksInFlight: Self.batchConcurrency)
+    options.expectedRows = distinct.numbers.count
     let engine = LookupEngine(
-      client: self, rows: AsyncRows(ceps), key: .cepStrings,
-      options: BulkOptions(memoCapacity: ceps.count, chunksInFlight: Self.batchConcurrency),
-      expectedCEPs: ceps.count,
-      editionCheck: cache != nil && Self.fillsOneChunk(ceps) ? .live : .refresh)
+      client: self, rows: AsyncRows(distinct.numbers), key: .number { $0 }, options: options,
+      distinctRows: true,
+      editionCheck: cache != nil && distinct.numbers.count <= Self.maxBatch ? .live : .refresh)
     var found: [Address?] = []
-    found.reserveCapacity(ceps.count)
+    found.reserveCapacity(distinct.numbers.count)
     while true {
-      let next: LookupAnswer<String>?
+      let next: LookupAnswer<Int>?
       if let ready = engine.nextReady() {
         next = ready
       } else {
         next = try await engine.next(isolation: #isolation)
       }
       guard let answer = next else { break }
-      let error: CepisError
       // The answer is moved into `found` (no retain and release of its address per row).
       switch (consume answer).stored {
-      case .found(let address):
-        found.append(address)
-        continue
-      case .notFound:
-        found.append(nil)
-        continue
-      case .failed(let failure):
-        error = failure.error
+      case .found(let address): found.append(address)
+      case .notFound: found.append(nil)
+      // A chunk's failure, after its retries (a 400 from the server is `invalidCEP` too, but
+      // for a well-formed CEP). Leaving drops the engine, which cancels the chunks in flight.
+      case .failed(let failure): throw failure.error
       }
-      // A malformed input is a `nil` slot; any other failure is a chunk's, after its retries
-      // (a 400 from the server is `invalidCEP` too, but for a well-formed CEP). Leaving the
-      // loop drops the engine, which cancels the chunks in flight.
-      guard case .invalidCEP = error, cepNumber(ofField: ceps[found.count]) == nil else {
-        throw error
-      }
-      found.append(nil)
     }
-    return found
-  }
-
-  /// Whether the distinct well-formed CEPs of `ceps` fit in one chunk (stops counting as soon
-  /// as they do not).
-  static func fillsOneChunk(_ ceps: [String]) -> Bool {
-    guard ceps.count > maxBatch else { return true }
-    var distinct = Set<Int>(minimumCapacity: maxBatch + 1)
-    for cep in ceps {
-      guard let number = cepNumber(ofField: cep) else { continue }
-      distinct.insert(number)
-      if distinct.count > maxBatch { return false }
-    }
-    return true
+    return distinct.spread(found)
   }
 
   /// Fetches one chunk of CEP numbers and answers in the chunk's order (`nil`: not found or
@@ -235,5 +216,50 @@ struct BatchColumns {
     default: return false
     }
     return true
+  }
+}
+
+/// The distinct well-formed CEPs of `lookupMany`'s inputs, in the order each first appears,
+/// and where each input's answer is among theirs.
+struct DistinctCEPs {
+  /// Each distinct well-formed CEP, once, in the order it first appears.
+  private(set) var numbers: [Int] = []
+  /// Per input, the position of its CEP in ``numbers`` (-1: malformed); empty while every
+  /// input is well-formed and new, so that a run of distinct CEPs (the common bulk input)
+  /// needs no table of positions at all.
+  private(set) var positions: [Int32] = []
+
+  init(_ ceps: [String]) {
+    numbers.reserveCapacity(ceps.count)
+    var seen = CEPTable(capacity: ceps.count)
+    for (index, cep) in ceps.enumerated() {
+      let position: Int32
+      if let number = cepNumber(ofField: cep) {
+        let next = Int32(numbers.count)
+        if let earlier = seen.valueInserting(next, for: number) {
+          position = earlier
+        } else {
+          numbers.append(number)
+          position = next
+        }
+      } else {
+        position = -1
+      }
+      if positions.isEmpty {
+        // Every input so far was its CEP's first: the positions are 0, 1, 2….
+        if position == Int32(index) { continue }
+        positions.reserveCapacity(ceps.count)
+        positions.append(contentsOf: 0..<Int32(index))
+      }
+      positions.append(position)
+    }
+  }
+
+  /// The answers of ``numbers`` (in their order) spread over the inputs: each input gets its
+  /// CEP's, a malformed one `nil`.
+  func spread(_ answers: [Address?]) -> [Address?] {
+    precondition(answers.count == numbers.count, "one answer per distinct CEP")
+    guard !positions.isEmpty else { return answers }
+    return positions.map { $0 < 0 ? nil : answers[Int($0)] }
   }
 }

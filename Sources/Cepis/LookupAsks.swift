@@ -89,6 +89,9 @@ final class LookupAsks {
 
   /// About how many rows the run reads (0: unknown), for ``startPreloadIfWorthIt()``.
   private let expectedRows: Int
+  /// The most answers ``startPreloadIfWorthIt()`` may hold: the memo's capacity, or, for rows
+  /// whose CEPs are all distinct, the rows expected.
+  private let preloadLimit: Int
   /// Whether ``startPreloadIfWorthIt()`` has run.
   @usableFromInline private(set) var preloadConsidered = false
   /// The preload's task while it reads (``startPreloadIfWorthIt()``); `nil` before and after.
@@ -114,9 +117,13 @@ final class LookupAsks {
   /// CEPs whose use is to be noted in the file (``notePreloadedUses(flush:)``).
   private var usedPreloaded: [Int] = []
 
+  /// The CEP side of a run with `options`. With `distinctRows` (no two rows of the run have
+  /// the same CEP: `lookupMany`'s, de-duplicated first), the memo keeps nothing, whatever
+  /// ``BulkOptions/memoCapacity`` says: no later row could use an answer, and keeping a million
+  /// of them only to let them go at the end costs their memory and a reference count each.
   @usableFromInline
   init(
-    client: Client, options: BulkOptions, expectedCEPs: Int, expectedRows: Int = 0,
+    client: Client, options: BulkOptions, distinctRows: Bool = false, expectedRows: Int = 0,
     editionCheck: EditionCheck = .refresh
   ) {
     self.client = client
@@ -124,7 +131,8 @@ final class LookupAsks {
     self.editionCheck = editionCheck
     self.chunksInFlight = options.chunksInFlight
     self.expectedRows = expectedRows
-    self.memo = LookupMemo(capacity: options.memoCapacity, reserving: expectedCEPs)
+    self.preloadLimit = distinctRows ? expectedRows : min(expectedRows, options.memoCapacity)
+    self.memo = LookupMemo(capacity: distinctRows ? 0 : options.memoCapacity)
   }
 
   /// The fewest rows a run must expect for ``startPreloadIfWorthIt()`` to read a whole
@@ -136,7 +144,7 @@ final class LookupAsks {
 
   /// At the first row: when the run expects at least ``preloadMinimumRows`` rows and a
   /// file cache holds no more answers of the live edition than the rows expected and the
-  /// memo's capacity, reads them all in one pass (a scan costs a fraction of a look-up per
+  /// memo's capacity (the rows expected alone, for distinct rows), reads them all in one pass (a scan costs a fraction of a look-up per
   /// CEP), so that a row whose CEP they hold is answered from them, before and without the
   /// memo, with no look-up in the file; a CEP they lack is asked as usual. The edition check
   /// is the run's own (the first chunk's). Each answer so read is a cache hit, and its use is
@@ -153,7 +161,7 @@ final class LookupAsks {
   @usableFromInline
   func startPreloadIfWorthIt() {
     preloadConsidered = true
-    let limit = min(expectedRows, memo.capacity)
+    let limit = preloadLimit
     guard let cache, expectedRows >= Self.preloadMinimumRows, limit > 0 else { return }
     if case .memory = cache.storage { return }
     let edition = cachedChunk(cache).edition

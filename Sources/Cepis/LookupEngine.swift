@@ -87,11 +87,13 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
   @usableFromInline
   var statistics: LookupStatistics { asks.statistics }
 
-  /// An engine over `rows`; `expectedCEPs` (when the caller knows it) sets memo room aside.
+  /// An engine over `rows`. With `distinctRows`, the caller promises that no two rows have
+  /// the same CEP (`lookupMany`, which de-duplicates first): nothing is kept in the memo, since
+  /// no later row could use it (see ``LookupAsks``).
   @usableFromInline
   init(
     client: Client, rows: Rows, key: CEPKey<Row>, options: BulkOptions,
-    expectedCEPs: Int = 0, editionCheck: LookupAsks.EditionCheck = .refresh
+    distinctRows: Bool = false, editionCheck: LookupAsks.EditionCheck = .refresh
   ) {
     if case .row = key { precondition(Row.self == String.self, "CEPKey.row reads String rows") }
     self.key = key
@@ -99,8 +101,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     self.linger = options.linger
     self.lastRowsAt = monotonicSeconds()
     let asks = LookupAsks(
-      client: client, options: options, expectedCEPs: expectedCEPs,
-      expectedRows: max(expectedCEPs, options.expectedRows), editionCheck: editionCheck)
+      client: client, options: options, distinctRows: distinctRows,
+      expectedRows: options.expectedRows, editionCheck: editionCheck)
     self.asks = asks
     if let array = (rows as? AsyncRows<[Row]>)?.base {
       self.rowArray = array
