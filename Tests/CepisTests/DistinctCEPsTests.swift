@@ -1,0 +1,120 @@
+import BrazilianDocuments
+import CepisTestSupport
+import Testing
+
+@testable import Cepis
+
+/// `DistinctCEPs`, the de-duplication `lookupMany` runs before its engine, against a plain
+/// dictionary: over seeded inputs of masked, unmasked, padded and malformed CEPs, the distinct
+/// CEPs come once each in the order they first appear, and every input gets the answer of its
+/// own CEP back (a malformed one `nil`) — each input compared, never a sample.
+@Suite("lookupMany's distinct CEPs against a dictionary")
+struct DistinctCEPsTests {
+  /// How the inputs of a trial repeat: from a pool this large (small: many repeats), and the
+  /// share of malformed inputs (in 1,000).
+  struct Shape: Sendable, CustomTestStringConvertible {
+    var pool: Int
+    var malformedPerMille: UInt64
+    /// Distinct inputs first, for this many rows, before the pool's repeats begin: the
+    /// positions table is made only at the first repeat (or malformed input), at any index.
+    var distinctPrefix: Int
+    var testDescription: String {
+      "pool \(pool), \(malformedPerMille)‰ malformed, \(distinctPrefix) distinct first"
+    }
+  }
+
+  static let shapes: [Shape] = [
+    Shape(pool: 1_000_000, malformedPerMille: 0, distinctPrefix: 0),
+    Shape(pool: 50, malformedPerMille: 0, distinctPrefix: 0),
+    Shape(pool: 400, malformedPerMille: 100, distinctPrefix: 0),
+    Shape(pool: 400, malformedPerMille: 5, distinctPrefix: 150),
+    Shape(pool: 1_000_000, malformedPerMille: 0, distinctPrefix: 300),
+  ]
+
+  /// A spelling of `number` that `lookupMany` accepts: 8 digits, masked, or padded.
+  static func spelling(_ number: Int, _ random: inout SplitMix64) -> String {
+    let digits = cepString(number)
+    switch random.next() % 4 {
+    case 0: return digits
+    case 1: return String(digits.prefix(5)) + "-" + String(digits.suffix(3))
+    case 2: return " " + digits + " "
+    default: return digits
+    }
+  }
+
+  static let malformed = ["", "oops", "1234567", "123456789", "01001-00", "0100 1000", "０１００１０００"]
+
+  @Test("every input gets its own CEP's answer, each distinct CEP asked once", arguments: shapes)
+  func againstDictionary(_ shape: Shape) async {
+    let failures = await runOffThePool { () -> [String] in
+      var random = SplitMix64(state: 0xD157_1C7 &+ UInt64(shape.pool) &+ shape.malformedPerMille)
+      var failures: [String] = []
+      for trial in 0..<400 where failures.count < 5 {
+        let count = Int(random.next() % 700)
+        var inputs: [String] = []
+        var nextFresh = 10_000_000 + Int(random.next() % 1_000) * 10_000
+        for index in 0..<count {
+          if random.next() % 1_000 < shape.malformedPerMille {
+            inputs.append(Self.malformed[Int(random.next() % UInt64(Self.malformed.count))])
+          } else if index < shape.distinctPrefix {
+            inputs.append(Self.spelling(nextFresh, &random))
+            nextFresh += 1
+          } else {
+            let number = 20_000_000 + Int(random.next() % UInt64(shape.pool))
+            inputs.append(Self.spelling(number, &random))
+          }
+        }
+        // The reference: each input's CEP as `normalizeCEP` reads it, numbered in order of
+        // first appearance.
+        var order: [String: Int] = [:]
+        var referenceNumbers: [Int] = []
+        var referenceCEP: [String?] = []
+        for input in inputs {
+          guard let cep = try? normalizeCEP(input) else {
+            referenceCEP.append(nil)
+            continue
+          }
+          referenceCEP.append(cep)
+          if order[cep] == nil {
+            order[cep] = referenceNumbers.count
+            referenceNumbers.append(Int(cep)!)
+          }
+        }
+        let distinct = DistinctCEPs(inputs)
+        guard distinct.numbers == referenceNumbers else {
+          failures.append("trial \(trial): numbers \(distinct.numbers) ≠ \(referenceNumbers)")
+          continue
+        }
+        // An answer per distinct CEP that names it; every third one "does not exist".
+        let answers: [Address?] = distinct.numbers.enumerated().map { position, number in
+          position % 3 == 2
+            ? nil
+            : Address(
+              cep: cepString(number), logradouro: "Rua \(number)", complemento: "",
+              bairro: "", localidade: "Cidade", uf: "SP", ibge: "3550308", geo: nil)
+        }
+        let spread = distinct.spread(answers)
+        guard spread.count == inputs.count else {
+          failures.append("trial \(trial): \(spread.count) answers for \(inputs.count) inputs")
+          continue
+        }
+        for (index, cep) in referenceCEP.enumerated() {
+          let expected = cep.flatMap { answers[order[$0]!] }
+          if spread[index] != expected {
+            failures.append(
+              "trial \(trial), input \(index) \(inputs[index]): \(String(describing: spread[index]?.cep)), not \(String(describing: expected?.cep))"
+            )
+            break
+          }
+        }
+        // No table of positions while every input is its CEP's first and well-formed.
+        let identity = referenceCEP.count == referenceNumbers.count && !referenceCEP.contains(nil)
+        if identity != distinct.positions.isEmpty && !inputs.isEmpty {
+          failures.append("trial \(trial): positions kept \(!distinct.positions.isEmpty)")
+        }
+      }
+      return failures
+    }
+    #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+  }
+}
