@@ -40,7 +40,8 @@ final class LookupAsks {
   /// allocation and no hashing per row, and no reference counting but the answer's.
   private struct Slot {
     var cep: Int
-    /// The memo's entry the CEP waits in (an ask's; -1 for an answer known at once).
+    /// The memo's entry the CEP waits in (an ask's; -1 for an answer known at once, and for
+    /// an ask of distinct rows, which the memo does not hold).
     var entry: Int32
     var waiting: Int32
     /// Whether a chunk carries this ask (or it needs none: it is answered).
@@ -52,6 +53,8 @@ final class LookupAsks {
 
   private let client: Client
   private let cache: AddressCache?
+  /// Whether no two rows of the run have the same CEP (see ``init(client:options:distinctRows:expectedRows:editionCheck:)``).
+  private let distinctRows: Bool
   private let editionCheck: EditionCheck
   /// The live edition this run's chunks read and store the cache under, learnt once, when
   /// the first chunk goes out (`nil` without a cache).
@@ -121,6 +124,8 @@ final class LookupAsks {
   /// the same CEP: `lookupMany`'s, de-duplicated first), the memo keeps nothing, whatever
   /// ``BulkOptions/memoCapacity`` says: no later row could use an answer, and keeping a million
   /// of them only to let them go at the end costs their memory and a reference count each.
+  /// Nor does the memo hold their asks (no row could join one), except while the preload's
+  /// pass reads, whose answers find their asks through it.
   @usableFromInline
   init(
     client: Client, options: BulkOptions, distinctRows: Bool = false, expectedRows: Int = 0,
@@ -128,6 +133,7 @@ final class LookupAsks {
   ) {
     self.client = client
     self.cache = client.cache
+    self.distinctRows = distinctRows
     self.editionCheck = editionCheck
     self.chunksInFlight = options.chunksInFlight
     self.expectedRows = expectedRows
@@ -330,6 +336,10 @@ final class LookupAsks {
       // Read by the preload's pass (`startPreloadIfWorthIt`).
       return known(takePreloaded(Int(index), cep: number), behindOthers: behindOthers)
     }
+    if distinctRows && preload == nil {
+      // No other row has this CEP: nothing to find in the memo, nor to note there.
+      return ask(Slot(cep: number, entry: -1, waiting: 1, sent: false))
+    }
     // The slot a new ask would take: the memo notes it in the same probe that finds the CEP.
     let vacant = freeSlots.last ?? Int32(slots.count)
     switch memo.state(of: number, orWaitFor: vacant) {
@@ -348,14 +358,33 @@ final class LookupAsks {
         awaitingPreload.append(slot)
         return .asked(slot)
       }
-      let slot = newSlot(Slot(cep: number, entry: entry, waiting: 1, sent: false), answer: nil)
-      assert(slot == vacant)
-      unsent.append(slot)
-      // A full chunk can go (nothing else to send changes but when an outcome lands, which
-      // sends what it made room for).
-      if unsent.count - unsentHead >= Client.maxBatch { sendChunks(partial: false) }
-      return .asked(slot)
+      let admission = ask(Slot(cep: number, entry: entry, waiting: 1, sent: false))
+      if case .asked(let slot) = admission { assert(slot == vacant) }
+      return admission
     }
+  }
+
+  /// Opens the ask `slot`, queued for the next chunk.
+  private func ask(_ slot: Slot) -> Admission {
+    let id = newSlot(slot, answer: nil)
+    unsent.append(id)
+    // A full chunk can go (nothing else to send changes but when an outcome lands, which
+    // sends what it made room for).
+    if unsent.count - unsentHead >= Client.maxBatch { sendChunks(partial: false) }
+    return .asked(id)
+  }
+
+  /// Keeps the answer of the ask `index` in the memo (when the memo holds the ask).
+  private func keep(_ answer: LookupResult, ask index: Int) {
+    let entry = slots[index].entry
+    if entry >= 0 { memo.keep(answer, entry: entry) }
+  }
+
+  /// Gives up the memo's note of the ask `index` (when the memo holds it): a later row with
+  /// its CEP asks again.
+  private func forget(ask index: Int) {
+    let entry = slots[index].entry
+    if entry >= 0 { memo.stopWaiting(entry: entry) }
   }
 
   /// A row whose answer is known: answered now if no row is ahead of it, else held.
@@ -568,19 +597,19 @@ final class LookupAsks {
       case .found(let address):
         // The ask closes: a row read from now on is answered by the memo, or asks again.
         let answer = LookupResult(found: address)
-        memo.keep(answer, entry: slots[index].entry)
+        keep(answer, ask: index)
         slotAnswers[index] = answer
       case .notFound:
-        memo.keep(.notFound, entry: slots[index].entry)
+        keep(.notFound, ask: index)
         slotAnswers[index] = .notFound
       case .stale(let address):
         // Not kept: a later row with this CEP asks again.
-        memo.stopWaiting(entry: slots[index].entry)
+        forget(ask: index)
         slotAnswers[index] = LookupResult(found: address)
       case .failed(let error):
         // Not kept: a later row with this CEP asks again. One result for the chunk's failure.
         if failure?.error != error { failure = (error, LookupResult(failure: error)) }
-        memo.stopWaiting(entry: slots[index].entry)
+        forget(ask: index)
         slotAnswers[index] = failure?.result
       case .missed:
         // The cache does not hold it: the ask stays open, queued for a request.
@@ -602,7 +631,7 @@ extension LookupAsks {
       for (position, id) in asks.enumerated() {
         let index = Int(id)
         let answer = answers[position].take().map(LookupResult.init(found:)) ?? .notFound
-        memo.keep(answer, entry: slots[index].entry)
+        keep(answer, ask: index)
         slotAnswers[index] = answer
       }
     }
