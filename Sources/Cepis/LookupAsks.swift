@@ -53,7 +53,8 @@ final class LookupAsks {
 
   private let client: Client
   private let cache: AddressCache?
-  /// Whether no two rows of the run have the same CEP (see ``init(client:options:distinctRows:expectedRows:editionCheck:)``).
+  /// Whether no two rows of the run have the same CEP (see `init`): then an ask needs no
+  /// entry in the memo, unless the preload's pass reads.
   private let distinctRows: Bool
   private let editionCheck: EditionCheck
   /// The live edition this run's chunks read and store the cache under, learnt once, when
@@ -150,12 +151,13 @@ final class LookupAsks {
 
   /// At the first row: when the run expects at least ``preloadMinimumRows`` rows and a
   /// file cache holds no more answers of the live edition than the rows expected and the
-  /// memo's capacity (the rows expected alone, for distinct rows), reads them all in one pass (a scan costs a fraction of a look-up per
-  /// CEP), so that a row whose CEP they hold is answered from them, before and without the
-  /// memo, with no look-up in the file; a CEP they lack is asked as usual. The edition check
-  /// is the run's own (the first chunk's). Each answer so read is a cache hit, and its use is
-  /// noted in the file, when a row first takes it. Anything else (no cache, a memory cache,
-  /// too many answers, no edition known, a file that cannot be read) leaves the run as it was.
+  /// memo's capacity (the rows expected alone, for distinct rows), reads them all in one pass
+  /// (a scan costs a fraction of a look-up per CEP), so that a row whose CEP they hold is
+  /// answered from them, before and without the memo, with no look-up in the file; a CEP
+  /// they lack is asked as usual. The edition check is the run's own (the first chunk's).
+  /// Each answer so read is a cache hit, and its use is noted in the file, when a row first
+  /// takes it. Anything else (no cache, a memory cache, too many answers, no edition known, a
+  /// file that cannot be read) leaves the run as it was.
   ///
   /// The pass runs on the cache's thread while the rows are read: its answers land
   /// ``preloadBatch`` at a time, in the file's order, through the mailbox, as a chunk's do.
