@@ -91,11 +91,9 @@ final class LookupAsks {
     case live
   }
 
-  /// About how many rows the run reads (0: unknown), for ``startPreloadIfWorthIt()``.
+  /// About how many rows the run reads (0: unknown; ``BulkOptions/expectedRows``), for
+  /// ``startPreloadIfWorthIt()``.
   private let expectedRows: Int
-  /// The most answers ``startPreloadIfWorthIt()`` may hold: the memo's capacity, or, for rows
-  /// whose CEPs are all distinct, the rows expected.
-  private let preloadLimit: Int
   /// Whether ``startPreloadIfWorthIt()`` has run.
   @usableFromInline private(set) var preloadConsidered = false
   /// The preload's task while it reads (``startPreloadIfWorthIt()``); `nil` before and after.
@@ -129,7 +127,7 @@ final class LookupAsks {
   /// pass reads, whose answers find their asks through it.
   @usableFromInline
   init(
-    client: Client, options: BulkOptions, distinctRows: Bool = false, expectedRows: Int = 0,
+    client: Client, options: BulkOptions, distinctRows: Bool = false,
     editionCheck: EditionCheck = .refresh
   ) {
     self.client = client
@@ -137,8 +135,7 @@ final class LookupAsks {
     self.distinctRows = distinctRows
     self.editionCheck = editionCheck
     self.chunksInFlight = options.chunksInFlight
-    self.expectedRows = expectedRows
-    self.preloadLimit = distinctRows ? expectedRows : min(expectedRows, options.memoCapacity)
+    self.expectedRows = options.expectedRows
     self.memo = LookupMemo(capacity: distinctRows ? 0 : options.memoCapacity)
   }
 
@@ -169,7 +166,9 @@ final class LookupAsks {
   @usableFromInline
   func startPreloadIfWorthIt() {
     preloadConsidered = true
-    let limit = preloadLimit
+    // The most answers the pass may hold: what the memo could, or, for distinct rows (whose
+    // memo keeps nothing), the rows expected.
+    let limit = distinctRows ? expectedRows : min(expectedRows, memo.capacity)
     guard let cache, expectedRows >= Self.preloadMinimumRows, limit > 0 else { return }
     if case .memory = cache.storage { return }
     let edition = cachedChunk(cache).edition

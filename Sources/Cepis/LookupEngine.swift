@@ -101,8 +101,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     self.linger = options.linger
     self.lastRowsAt = monotonicSeconds()
     let asks = LookupAsks(
-      client: client, options: options, distinctRows: distinctRows,
-      expectedRows: options.expectedRows, editionCheck: editionCheck)
+      client: client, options: options, distinctRows: distinctRows, editionCheck: editionCheck)
     self.asks = asks
     if let array = (rows as? AsyncRows<[Row]>)?.base {
       self.rowArray = array

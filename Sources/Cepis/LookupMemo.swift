@@ -39,19 +39,10 @@ struct LookupMemo {
 
   private static let answered: Int32 = -1
 
-  /// A memo of at most `capacity` CEPs, with room for `reserving` of them set aside at once
-  /// (when the caller knows how many will come: no rehashing and no copying as it fills).
-  init(capacity: Int, reserving: Int = 0) {
+  /// A memo of at most `capacity` CEPs.
+  init(capacity: Int) {
     // An entry index is an Int32; two billion CEPs is more than exist.
     self.capacity = min(max(0, capacity), Int(Int32.max) / 2)
-    let reserved = min(self.capacity, max(0, reserving))
-    guard reserved > 0 else { return }
-    entries.reserveCapacity(reserved)
-    keys.reserveCapacity(reserved)
-    values.reserveCapacity(reserved)
-    asks.reserveCapacity(reserved)
-    keptAt.reserveCapacity(reserved)
-    order.reserveCapacity(reserved)
   }
 
   /// What the memo knows of one CEP.

@@ -90,11 +90,6 @@ struct RecencyList {
   /// The least recently used slot, or ``none``.
   private(set) var oldest = none
 
-  /// Makes room for `count` slots.
-  mutating func reserveCapacity(_ count: Int) {
-    links.reserveCapacity(count)
-  }
-
   /// Adds the next slot (`count` before the call) as the most recently used.
   mutating func appendNewest() {
     let slot = Int32(links.count)
