@@ -46,7 +46,7 @@ extension Client {
     var options = BulkOptions(chunksInFlight: Self.batchConcurrency)
     options.expectedRows = distinct.numbers.count
     let engine = LookupEngine(
-      client: self, rows: AsyncRows(distinct.numbers), key: .number { $0 }, options: options,
+      client: self, rows: AsyncRows(distinct.numbers), key: .rowNumber, options: options,
       distinctRows: true,
       editionCheck: cache != nil && distinct.numbers.count <= Self.maxBatch ? .live : .refresh)
     var found: [Address?] = []

@@ -414,8 +414,11 @@ final class LookupAsks {
   func take(_ slot: Int32) -> LookupResult? {
     let index = Int(slot)
     guard slotAnswers[index] != nil else { return nil }
-    slots[index].waiting -= 1
-    guard slots[index].waiting == 0 else { return slotAnswers[index] }
+    // Most slots have one reader (every slot, for distinct rows): no count to write down.
+    if slots[index].waiting > 1 {
+      slots[index].waiting -= 1
+      return slotAnswers[index]
+    }
     // The last reader takes the answer out (a move: no retain and release of an address
     // that was last touched a chunk ago).
     freeSlots.append(slot)
@@ -453,6 +456,17 @@ final class LookupAsks {
     }
   }
 
+  /// Marks the asks `ids` as carried by a chunk; their CEPs, in order. Through the slots'
+  /// buffer: one uniqueness check of the array per chunk, not one per ask.
+  private func markSent(_ ids: [Int32]) -> [Int] {
+    slots.withUnsafeMutableBufferPointer { slots in
+      ids.map { id in
+        slots[Int(id)].sent = true
+        return slots[Int(id)].cep
+      }
+    }
+  }
+
   /// The next chunk of `queue` (from `head`): a full one, or with `partial` what is left.
   private static func takeChunk(
     from queue: inout [Int32], head: inout Int, partial: Bool
@@ -470,8 +484,7 @@ final class LookupAsks {
 
   /// Sends a request for the asks `ids` (through the cache's stand-ins and store, with one).
   private func send(_ ids: [Int32], through cached: CachedChunk?) {
-    for id in ids { slots[Int(id)].sent = true }
-    let numbers = ids.map { slots[Int($0)].cep }
+    let numbers = markSent(ids)
     let chunk = nextChunk
     nextChunk += 1
     let client = self.client
@@ -487,8 +500,7 @@ final class LookupAsks {
 
   /// Looks the asks `ids` up in the cache, in a task of its own.
   private func probe(_ ids: [Int32], through cached: CachedChunk) {
-    for id in ids { slots[Int(id)].sent = true }
-    let numbers = ids.map { slots[Int($0)].cep }
+    let numbers = markSent(ids)
     let chunk = nextChunk
     nextChunk += 1
     probing += 1
@@ -628,12 +640,15 @@ extension LookupAsks {
   fileprivate func apply(_ found: consuming [Address?], to asks: [Int32]) {
     precondition(found.count == asks.count, "one answer per ask")
     var found = found
+    // Through buffers: one uniqueness check of each array per chunk, not one per ask.
     found.withUnsafeMutableBufferPointer { answers in
-      for (position, id) in asks.enumerated() {
-        let index = Int(id)
-        let answer = answers[position].take().map(LookupResult.init(found:)) ?? .notFound
-        keep(answer, ask: index)
-        slotAnswers[index] = answer
+      slotAnswers.withUnsafeMutableBufferPointer { slotAnswers in
+        for (position, id) in asks.enumerated() {
+          let index = Int(id)
+          let answer = answers[position].take().map(LookupResult.init(found:)) ?? .notFound
+          keep(answer, ask: index)
+          slotAnswers[index] = answer
+        }
       }
     }
   }

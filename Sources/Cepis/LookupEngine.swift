@@ -96,6 +96,9 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     distinctRows: Bool = false, editionCheck: LookupAsks.EditionCheck = .refresh
   ) {
     if case .row = key { precondition(Row.self == String.self, "CEPKey.row reads String rows") }
+    if case .rowNumber = key {
+      precondition(Row.self == Int.self, "CEPKey.rowNumber reads Int rows")
+    }
     self.key = key
     self.readAhead = options.readAhead
     self.linger = options.linger
@@ -180,6 +183,8 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
           case .number(let cep): asks.admit(number: cep(row), behindOthers: behindOthers)
           // `Row` is `String`: a cast, one retain and release of the string per row.
           case .row: asks.admit(row as! String, behindOthers: behindOthers)
+          // `Row` is `Int`: no call per row.
+          case .rowNumber: asks.admit(number: row as? Int, behindOthers: behindOthers)
           }
         // The row is moved, not copied, into its answer or the line.
         switch admission {
@@ -354,6 +359,9 @@ enum CEPKey<Row>: Sendable {
   /// `lookupMany`). What `.text({ $0 })` means, without a call per row, nor the retain and
   /// release of the closure and of the string it returns.
   case row
+  /// The row is the CEP's number itself (`Row` is `Int`: `lookupMany`'s distinct CEPs). What
+  /// `.number({ $0 })` means, without a call per row.
+  case rowNumber
 }
 
 extension CEPKey where Row == String {
