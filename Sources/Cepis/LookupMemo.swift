@@ -68,13 +68,15 @@ struct LookupMemo {
     precondition(ask >= 0, "an ask is a slot number")
     let vacant = free.last ?? Int32(keys.count)
     if let entry = entries.valueInserting(vacant, for: cep) { return state(of: entry) }
-    if free.popLast() == nil {
+    if free.isEmpty {
       keys.append(cep)
       values.append(.notFound)
       asks.append(ask)
       keptAt.append(0)
       order.appendDetached()
     } else {
+      // Array's own `removeLast`, not the generic `popLast`.
+      free.removeLast()
       keys[Int(vacant)] = cep
       asks[Int(vacant)] = ask
     }

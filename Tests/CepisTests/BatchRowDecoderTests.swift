@@ -263,6 +263,31 @@ struct BatchRowDecoderTests {
     }
   }
 
+  @Test("a CEP number's 8 digits: Swift's own decimal spelling, zero-padded")
+  func cepDigits() async {
+    let wrong = await runOffThePool { () -> [Int] in
+      var random = SplitMix64(state: 0xD161_7500)
+      // Every power of ten and its neighbours, the ends of the range, then seeded numbers of
+      // every length.
+      var numbers = [0, 1, 9, 99_999_999, 10_000_000, 9_999_999]
+      var power = 1
+      while power <= 10_000_000 {
+        numbers += [power - 1, power, power + 1]
+        power *= 10
+      }
+      for _ in 0..<200_000 {
+        numbers.append(Int(random.next() % (UInt64(10) << (random.next() % 27))) % 100_000_000)
+      }
+      // The first few numbers spelt wrong.
+      let wrong = numbers.lazy.filter { number in
+        let digits = String(number)
+        return cepString(number) != String(repeating: "0", count: 8 - digits.count) + digits
+      }
+      return Array(wrong.prefix(3))
+    }
+    #expect(wrong.isEmpty)
+  }
+
   @Test("a chunk's path: every CEP as 8 digits, comma-separated, in the chunk's order")
   func batchPathSpellsEachCEP() async {
     #expect(Client.batchPath([]) == "/csv?ceps=")
