@@ -75,9 +75,8 @@ public struct Transport: Sendable, CustomStringConvertible {
   /// The transport clients use when none is given.
   ///
   /// In a build with the `AsyncHTTPClient` trait: AsyncHTTPClient, on one `HTTPClient` that
-  /// Cepis keeps for the whole process on SwiftNIO's shared event loops (the same threads as
-  /// `HTTPClient.shared`) and that every `Client` and `CPFClient` on the default transport
-  /// shares. Unlike `HTTPClient.shared`, that client fails an attempt at once when a
+  /// Cepis keeps for the whole process, on one event loop thread of its own, and that every
+  /// `Client` and `CPFClient` on the default transport shares. Unlike `HTTPClient.shared`, that client fails an attempt at once when a
   /// connection cannot be made ("connection refused", "host not found") rather than retrying
   /// inside its pool until the deadline, so the clients' own retry loop decides, as on
   /// `URLSession`. Otherwise: ``urlSession(_:)`` with the default configuration.
@@ -144,7 +143,8 @@ public struct Transport: Sendable, CustomStringConvertible {
     /// Two settings are Cepis's, whatever `configuration` says: the client follows no redirect
     /// (Cepis does, within the same origin) and reports a connection that cannot be made at
     /// once (`connectionPool.retryConnectionEstablishment` off), so that the retry loop decides.
-    /// TLS, proxy, pool size, timeouts and decompression are yours.
+    /// TLS, proxy, pool size, timeouts and decompression are yours. The client runs on the
+    /// same single event loop thread as ``default``'s.
     public static func asyncHTTPClient(configuration: HTTPClient.Configuration) -> Transport {
       Transport(
         kind: .asyncHTTPClient, base: AsyncHTTPClientTransport(configuration: configuration))
