@@ -71,7 +71,13 @@ public struct Address: Sendable, Hashable, Codable {
   }
   /// The service that answered: ``AddressSource/cepis`` for every cep.is answer (single and
   /// batch), otherwise the fallback that stepped in.
-  public var source: AddressSource
+  public var source: AddressSource {
+    get { text.source }
+    set {
+      guard newValue != text.source else { return }
+      text = .strings(text.unpacked.replacing(source: newValue))
+    }
+  }
   /// The DNE edition of an answer served from an ``AddressCache`` because cep.is and every
   /// fallback failed, when that edition is not the one cep.is is known to serve now (or no
   /// edition is known); `nil` for every answer that is current, the normal case.
@@ -95,32 +101,31 @@ public struct Address: Sendable, Hashable, Codable {
     self.text = .strings(
       AddressStrings(
         cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
-        localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition))
-    self.source = source
+        localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition,
+        source: source))
   }
 
   /// A cep.is batch row: the CEP's number and its packed fields; no coordinates.
   init(cepNumber: Int, packed: PackedFields) {
-    self.text = .packed(cep: UInt32(cepNumber), fields: packed)
-    self.source = .cepis
+    self.text = .packed(fields: packed, cep: UInt32(cepNumber))
   }
 
   /// The same address with its fields in a buffer of their own, when it is a row of a batch
   /// answer's chunk (which it would otherwise hold whole); `nil` when it holds nothing else.
   var repackedAlone: Address? {
-    guard case .packed(let cep, let fields) = text, fields.sharesItsChunk else { return nil }
+    guard case .packed(let fields, let cep) = text, fields.sharesItsChunk else { return nil }
     return Address(cepNumber: Int(cep), packed: .alone(self))
   }
 
   /// The chunk a batch row's fields are in, when it holds other rows too (for tests).
   var chunkIdentity: ObjectIdentifier? {
-    guard case .packed(_, let fields) = text, fields.sharesItsChunk else { return nil }
+    guard case .packed(let fields, _) = text, fields.sharesItsChunk else { return nil }
     return fields.chunkIdentity
   }
 
   /// How many rows a batch row's chunk has room for (for tests).
   var chunkRowCapacity: Int? {
-    guard case .packed(_, let fields) = text else { return nil }
+    guard case .packed(let fields, _) = text else { return nil }
     return fields.chunkRowCapacity
   }
 
@@ -130,7 +135,7 @@ public struct Address: Sendable, Hashable, Codable {
     -> R
   {
     switch text {
-    case .packed(_, let fields): return fields.withUTF8(field, body)
+    case .packed(let fields, _): return fields.withUTF8(field, body)
     case .strings(let strings):
       var value = strings[field]
       return value.withUTF8(body)
@@ -141,7 +146,7 @@ public struct Address: Sendable, Hashable, Codable {
   /// (``AddressTextField``): one look at the storage for all six.
   package func forEachUTF8Field(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
     switch text {
-    case .packed(_, let fields):
+    case .packed(let fields, _):
       for field in AddressTextField.allCases { fields.withUTF8(field, body) }
     case .strings(let strings):
       for field in AddressTextField.allCases {

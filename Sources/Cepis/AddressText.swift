@@ -10,8 +10,10 @@
 enum AddressText: Sendable {
   /// Seven strings, shared (copy on write) between copies of the address.
   case strings(AddressStrings)
-  /// A batch row: the CEP as its number, the other fields in one buffer.
-  case packed(cep: UInt32, fields: PackedFields)
+  /// A batch row of cep.is: the other fields in one buffer, the CEP as its number. (The
+  /// fields first: the chunk's reference at the start of both cases leaves room for the case
+  /// in its spare bits, so that an address is two words wide.)
+  case packed(fields: PackedFields, cep: UInt32)
 
   /// Which of the six packed fields (the CEP is the number).
   typealias Field = AddressTextField
@@ -19,14 +21,14 @@ enum AddressText: Sendable {
   var cep: String {
     switch self {
     case .strings(let strings): return strings.cep
-    case .packed(let number, _): return cepString(Int(number))
+    case .packed(_, let number): return cepString(Int(number))
     }
   }
 
   subscript(field: Field) -> String {
     switch self {
     case .strings(let strings): return strings[field]
-    case .packed(_, let fields): return fields[field]
+    case .packed(let fields, _): return fields[field]
     }
   }
 
@@ -35,6 +37,14 @@ enum AddressText: Sendable {
     switch self {
     case .strings(let strings): return strings.geo
     case .packed: return nil
+    }
+  }
+
+  /// The service that answered: a batch row is cep.is's.
+  var source: AddressSource {
+    switch self {
+    case .strings(let strings): return strings.source
+    case .packed: return .cepis
     }
   }
 
@@ -54,7 +64,7 @@ enum AddressText: Sendable {
       return AddressStrings(
         cep: cep, logradouro: self[.logradouro], complemento: self[.complemento],
         bairro: self[.bairro], localidade: self[.localidade], uf: self[.uf], ibge: self[.ibge],
-        geo: nil, staleEdition: nil)
+        geo: nil, staleEdition: nil, source: .cepis)
     }
   }
 
@@ -63,7 +73,7 @@ enum AddressText: Sendable {
     if case .strings(let left) = lhs, case .strings(let right) = rhs, left === right {
       return true
     }
-    if case .packed(let left, let leftFields) = lhs, case .packed(let right, let rightFields) = rhs,
+    if case .packed(let leftFields, let left) = lhs, case .packed(let rightFields, let right) = rhs,
       left == right, leftFields === rightFields
     {
       return true
@@ -91,9 +101,9 @@ package enum AddressTextField: Int, CaseIterable, Sendable {
   case ibge
 }
 
-/// The seven strings of an address, its coordinates and its stale edition, immutable: a change
-/// makes a new box. (The last two live here, not in `Address`, so that an address is three
-/// words wide.)
+/// The seven strings of an address, its coordinates, its stale edition and its source,
+/// immutable: a change makes a new box. (The last three live here, not in `Address`, so that
+/// an address is two words wide.)
 final class AddressStrings: Sendable {
   let cep: String
   let logradouro: String
@@ -104,10 +114,11 @@ final class AddressStrings: Sendable {
   let ibge: String
   let geo: Geo?
   let staleEdition: String?
+  let source: AddressSource
 
   init(
     cep: String, logradouro: String, complemento: String, bairro: String, localidade: String,
-    uf: String, ibge: String, geo: Geo?, staleEdition: String?
+    uf: String, ibge: String, geo: Geo?, staleEdition: String?, source: AddressSource
   ) {
     self.cep = cep
     self.logradouro = logradouro
@@ -118,6 +129,7 @@ final class AddressStrings: Sendable {
     self.ibge = ibge
     self.geo = geo
     self.staleEdition = staleEdition
+    self.source = source
   }
 
   subscript(field: AddressText.Field) -> String {
@@ -135,14 +147,16 @@ final class AddressStrings: Sendable {
   func replacing(geo: Geo?) -> AddressStrings {
     AddressStrings(
       cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
-      localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition)
+      localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition,
+      source: source)
   }
 
   /// A copy with another stale edition.
   func replacing(staleEdition: String?) -> AddressStrings {
     AddressStrings(
       cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
-      localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition)
+      localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition,
+      source: source)
   }
 
   /// A copy with one field replaced (`nil`: the CEP).
@@ -154,7 +168,15 @@ final class AddressStrings: Sendable {
       bairro: field == .bairro ? value : bairro,
       localidade: field == .localidade ? value : localidade,
       uf: field == .uf ? value : uf,
-      ibge: field == .ibge ? value : ibge, geo: geo, staleEdition: staleEdition)
+      ibge: field == .ibge ? value : ibge, geo: geo, staleEdition: staleEdition, source: source)
+  }
+
+  /// A copy with another source.
+  func replacing(source: AddressSource) -> AddressStrings {
+    AddressStrings(
+      cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
+      localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition,
+      source: source)
   }
 }
 

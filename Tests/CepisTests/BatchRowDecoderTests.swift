@@ -218,10 +218,26 @@ struct BatchRowDecoderTests {
     #expect(located == packed)
     located.staleEdition = "2026-10"
     #expect(located != packed && located.staleEdition == "2026-10" && packed.staleEdition == nil)
-    // What a million-answer array costs per slot: three words, whatever the fields hold.
-    #expect(MemoryLayout<Address?>.stride <= 24)
+    // The source: cep.is's for a batch row; setting it to cep.is keeps the row packed, another
+    // source makes a different answer with the same fields, and each copy keeps its own.
+    var resourced = packed
+    resourced.source = .cepis
+    guard case .packed = resourced.text else {
+      Issue.record("setting the source a batch row has unpacked it")
+      return
+    }
+    resourced.source = .viaCEP
+    #expect(resourced.source == .viaCEP && packed.source == .cepis && resourced != packed)
+    #expect(resourced.logradouro == packed.logradouro && resourced.cep == packed.cep)
+    let reencoded = try JSONDecoder().decode(Address.self, from: try encoder.encode(resourced))
+    #expect(reencoded == resourced && reencoded.source == .viaCEP)
+    resourced.source = .cepis
+    #expect(resourced == packed && resourced.hashValue == packed.hashValue)
+    // What a million-answer array costs per slot: two words, whatever the fields hold.
+    #expect(MemoryLayout<Address>.stride == 16)
+    #expect(MemoryLayout<Address?>.stride == 16)
     // And what the run-wide memo of a bulk lookup keeps per CEP: no more than an address.
-    #expect(MemoryLayout<LookupResult>.stride <= 24)
+    #expect(MemoryLayout<LookupResult>.stride <= 16)
   }
 
   @Test(
