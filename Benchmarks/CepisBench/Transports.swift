@@ -6,7 +6,6 @@ import Foundation
 
 #if AsyncHTTPClient
   import AsyncHTTPClient
-  import CepisHTTP
   import NIOCore
 #endif
 
@@ -41,14 +40,14 @@ func runTransportCommand(_ command: String, _ args: Arguments) async -> Bool {
 }
 
 #if AsyncHTTPClient
-  /// A bare AsyncHTTPClient: the same event loop (one thread) and connection limit (16 per
-  /// host) as the client behind `Transport.default`, no redirects, nothing of Cepis.
+  /// A bare AsyncHTTPClient: the same connection limit as the client behind
+  /// `Transport.default` (16 per host), no redirects, nothing of Cepis.
   func bareHTTPClient() -> HTTPClient {
     var configuration = HTTPClient.Configuration()
     configuration.redirectConfiguration = .disallow
     configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
     return HTTPClient(
-      eventLoopGroup: AsyncHTTPClientTransport.eventLoopGroup, configuration: configuration)
+      eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
   }
 
   /// One GET, body collected, as an AsyncHTTPClient user writes it.
