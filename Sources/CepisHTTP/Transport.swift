@@ -76,10 +76,11 @@ public struct Transport: Sendable, CustomStringConvertible {
   ///
   /// In a build with the `AsyncHTTPClient` trait: AsyncHTTPClient, on one `HTTPClient` that
   /// Cepis keeps for the whole process, on one event loop thread of its own, and that every
-  /// `Client` and `CPFClient` on the default transport shares. Unlike `HTTPClient.shared`, that client fails an attempt at once when a
-  /// connection cannot be made ("connection refused", "host not found") rather than retrying
-  /// inside its pool until the deadline, so the clients' own retry loop decides, as on
-  /// `URLSession`. Otherwise: ``urlSession(_:)`` with the default configuration.
+  /// `Client` and `CPFClient` on the default transport shares. Unlike `HTTPClient.shared`,
+  /// that client fails an attempt at once when a connection cannot be made ("connection
+  /// refused", "host not found") rather than retrying inside its pool until the deadline, so
+  /// the clients' own retry loop decides, as on `URLSession`. Otherwise: ``urlSession(_:)``
+  /// with the default configuration.
   public static var `default`: Transport {
     make(availableKinds[0]) ?? .urlSession()
   }
