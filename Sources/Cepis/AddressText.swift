@@ -143,20 +143,15 @@ final class AddressStrings: Sendable {
     }
   }
 
-  /// A copy with other coordinates.
-  func replacing(geo: Geo?) -> AddressStrings {
+  /// A copy with other coordinates, stale edition or source: each one given replaces the
+  /// current one (`geo: .some(nil)` clears the coordinates), the rest are kept.
+  func replacing(
+    geo: Geo?? = .none, staleEdition: String?? = .none, source: AddressSource? = nil
+  ) -> AddressStrings {
     AddressStrings(
       cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
-      localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition,
-      source: source)
-  }
-
-  /// A copy with another stale edition.
-  func replacing(staleEdition: String?) -> AddressStrings {
-    AddressStrings(
-      cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
-      localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition,
-      source: source)
+      localidade: localidade, uf: uf, ibge: ibge, geo: geo ?? self.geo,
+      staleEdition: staleEdition ?? self.staleEdition, source: source ?? self.source)
   }
 
   /// A copy with one field replaced (`nil`: the CEP).
@@ -169,14 +164,6 @@ final class AddressStrings: Sendable {
       localidade: field == .localidade ? value : localidade,
       uf: field == .uf ? value : uf,
       ibge: field == .ibge ? value : ibge, geo: geo, staleEdition: staleEdition, source: source)
-  }
-
-  /// A copy with another source.
-  func replacing(source: AddressSource) -> AddressStrings {
-    AddressStrings(
-      cep: cep, logradouro: logradouro, complemento: complemento, bairro: bairro,
-      localidade: localidade, uf: uf, ibge: ibge, geo: geo, staleEdition: staleEdition,
-      source: source)
   }
 }
 
