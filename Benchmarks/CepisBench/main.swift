@@ -23,6 +23,8 @@ let usage = """
     gen-urls --base-url URL --ceps N --out F  the /csv URLs lookupMany sends for the bulk workload (curl config)
     transports                                the transports this build has
     decode --base-url URL [--ceps N] [--repeats R]   the batch decoder alone: ns per row
+    distinct [--ceps N] [--repeats R]         lookupMany's de-duplication alone, probed vs sorted:
+                                              ns per input, on sorted, shuffled and repeating inputs
     bulk --base-url URL --ceps N [--transport T|canned]
          [--api lookupMany|lookups|lookups-main-actor|lookups-async]
                                               lookupMany (or the lookups stream) over N CEPs: wall, CPU, resolved
@@ -120,6 +122,40 @@ case "decode":
   report("rows", rows)
   report("cpu_s", format(cpu))
   report("ns_per_row", format(cpu / Double(rows) * 1e9, 1))
+
+case "distinct":
+  // `lookupMany`'s de-duplication alone, one thread, both ways side by side on the same
+  // inputs: a hash table probed per input (what fewer than `DistinctCEPs.sortFrom` inputs
+  // get) and the radix sort. Best of `--repeats`; the two results must be equal.
+  let count = args.int("ceps", 1_000_000)
+  let repeats = args.int("repeats", 5)
+  var random = SplitMix64(state: 0x5EED_D157)
+  var shuffled = bulkWorkload(count: count)
+  for index in stride(from: shuffled.count - 1, to: 0, by: -1) {
+    shuffled.swapAt(index, Int(random.next() % UInt64(index + 1)))
+  }
+  let shapes: [(name: String, inputs: [String])] = [
+    ("sorted", bulkWorkload(count: count)),
+    ("shuffled", shuffled),
+    (
+      "repeating",
+      MixedWorkload(count: count, duplicateShare: 0.3, malformedShare: 0.01, seed: 7).inputs
+    ),
+  ]
+  for (name, inputs) in shapes {
+    var best = (probe: Double.infinity, sort: Double.infinity)
+    for _ in 0..<repeats {
+      let cpu0 = processCPUSeconds()
+      let probed = DistinctCEPs(inputs, sortFrom: .max)
+      let cpu1 = processCPUSeconds()
+      let sorted = DistinctCEPs(inputs, sortFrom: 0)
+      let cpu2 = processCPUSeconds()
+      guard probed == sorted else { fail("distinct: the two ways disagree on \(name)") }
+      best = (min(best.probe, cpu1 - cpu0), min(best.sort, cpu2 - cpu1))
+    }
+    report("\(name)_probe_ns", format(best.probe / Double(count) * 1e9, 1))
+    report("\(name)_sort_ns", format(best.sort / Double(count) * 1e9, 1))
+  }
 
 case "bulk":
   guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }

@@ -220,15 +220,35 @@ struct BatchColumns {
 
 /// The distinct well-formed CEPs of `lookupMany`'s inputs, in the order each first appears,
 /// and where each input's answer is among theirs.
-struct DistinctCEPs {
+///
+/// Two ways to the same result. A few inputs go through a ``CEPTable``, one probe each. Many
+/// (``sortFrom`` and more) are sorted instead: each input's CEP number and index in one
+/// `UInt64`, sorted by a radix sort that keeps the order of equal CEPs, so that each run of
+/// one CEP starts at its first input. The table's probes land anywhere in a table of
+/// 16 bytes per input (a cache miss each, once it outgrows the caches); the sort reads and
+/// writes its arrays in order, and a run already sorted (a file sorted by CEP, a range) is
+/// not sorted at all. `DistinctCEPsTests` hold both ways to a dictionary.
+package struct DistinctCEPs: Equatable {
+  /// How many inputs are sorted rather than probed.
+  package static let sortFrom = 16_384
+
   /// Each distinct well-formed CEP, once, in the order it first appears.
-  private(set) var numbers: [Int] = []
+  package private(set) var numbers: [Int] = []
   /// Per input, the position of its CEP in ``numbers`` (-1: malformed); empty while every
   /// input is well-formed and new, so that a run of distinct CEPs (the common bulk input)
   /// needs no table of positions at all.
-  private(set) var positions: [Int32] = []
+  package private(set) var positions: [Int32] = []
 
-  init(_ ceps: [String]) {
+  /// The distinct CEPs of `ceps`; sorted when there are `sortFrom` inputs or more.
+  package init(_ ceps: [String], sortFrom: Int = Self.sortFrom) {
+    if ceps.count >= sortFrom && ceps.count <= Int(Int32.max) {
+      self.init(sorting: ceps)
+    } else {
+      self.init(probing: ceps)
+    }
+  }
+
+  private init(probing ceps: [String]) {
     numbers.reserveCapacity(ceps.count)
     var seen = CEPTable(capacity: ceps.count)
     for (index, cep) in ceps.enumerated() {
@@ -251,6 +271,120 @@ struct DistinctCEPs {
         positions.append(contentsOf: 0..<Int32(index))
       }
       positions.append(position)
+    }
+  }
+
+  private init(sorting ceps: [String]) {
+    // Each well-formed input's number (in the order of the inputs), and the same numbers
+    // keyed: the number in the high half (at most 27 bits), the input's index in the low.
+    var parsed: [Int] = []
+    parsed.reserveCapacity(ceps.count)
+    var keyed: [UInt64] = []
+    keyed.reserveCapacity(ceps.count)
+    var sorted = true
+    var malformed = false
+    var previous: UInt64 = 0
+    for (index, cep) in ceps.enumerated() {
+      guard let number = cepNumber(ofField: cep) else {
+        malformed = true
+        continue
+      }
+      let key = UInt64(number) << 32 | UInt64(index)
+      // The indices grow: a key below the one before has a smaller CEP.
+      if key < previous { sorted = false }
+      previous = key
+      parsed.append(number)
+      keyed.append(key)
+    }
+    if !sorted { Self.radixSort(&keyed) }
+    let repeated = keyed.indices.dropFirst().contains { keyed[$0] >> 32 == keyed[$0 - 1] >> 32 }
+    guard repeated || malformed else {
+      numbers = parsed
+      return
+    }
+    positions = [Int32](repeating: -1, count: ceps.count)
+    positions.withUnsafeMutableBufferPointer { positions in
+      if repeated {
+        // Each well-formed input's first input of its CEP: the first of its run.
+        var first: Int32 = -1
+        var number: UInt64 = .max
+        for key in keyed {
+          if key >> 32 != number {
+            number = key >> 32
+            first = Int32(truncatingIfNeeded: key)
+          }
+          positions[Int(UInt32(truncatingIfNeeded: key))] = first
+        }
+      } else {
+        for key in keyed {
+          let index = Int(UInt32(truncatingIfNeeded: key))
+          positions[index] = Int32(index)
+        }
+      }
+      // In the inputs' order, a first input takes the next position, a repeat its first's
+      // (already rewritten: a first input comes before its repeats).
+      var distinct: [Int] = []
+      distinct.reserveCapacity(parsed.count)
+      var next = 0
+      for index in positions.indices {
+        let first = Int(positions[index])
+        guard first >= 0 else { continue }
+        let number = parsed[next]
+        next += 1
+        if first == index {
+          positions[index] = Int32(distinct.count)
+          distinct.append(number)
+        } else {
+          positions[index] = positions[first]
+        }
+      }
+      numbers = distinct
+    }
+  }
+
+  /// Sorts `keys` by their high half (below 2²⁷), keeping the order of equal ones: three
+  /// passes of nine bits, a pass skipped when every key has the same digit there.
+  static func radixSort(_ keys: inout [UInt64]) {
+    let count = keys.count
+    guard count > 1 else { return }
+    let bits = 9
+    let buckets = 1 << bits
+    var counts = [Int](repeating: 0, count: 3 * buckets)
+    keys.withUnsafeBufferPointer { keys in
+      counts.withUnsafeMutableBufferPointer { counts in
+        for key in keys {
+          let high = key >> 32
+          precondition(high < 1 << (3 * bits), "a CEP number is below 2²⁷")
+          counts[Int(high & 511)] += 1
+          counts[buckets + Int(high >> 9 & 511)] += 1
+          counts[2 * buckets + Int(high >> 18)] += 1
+        }
+      }
+    }
+    var scratch = [UInt64](repeating: 0, count: count)
+    for pass in 0..<3 {
+      let base = pass * buckets
+      let shift = UInt64(32 + pass * bits)
+      // Every key in one bucket: this digit orders nothing.
+      if counts[base + Int(keys[0] >> shift & 511)] == count { continue }
+      var start = 0
+      for bucket in 0..<buckets {
+        let size = counts[base + bucket]
+        counts[base + bucket] = start
+        start += size
+      }
+      keys.withUnsafeBufferPointer { source in
+        scratch.withUnsafeMutableBufferPointer { target in
+          counts.withUnsafeMutableBufferPointer { offsets in
+            for key in source {
+              let bucket = base + Int(key >> shift & 511)
+              target[offsets[bucket]] = key
+              offsets[bucket] += 1
+            }
+          }
+        }
+      }
+      swap(&keys, &scratch)
     }
   }
 
