@@ -25,6 +25,9 @@ let usage = """
     decode --base-url URL [--ceps N] [--repeats R]   the batch decoder alone: ns per row
     distinct [--ceps N] [--repeats R]         lookupMany's de-duplication alone, probed vs sorted:
                                               ns per input, on sorted, shuffled and repeating inputs
+    memo --base-url URL [--ceps N] [--capacity C] [--repeats R]   the lookups memo alone over N
+                                              distinct CEPs
+                                              answered a chunk at a time: ns per CEP
     bulk --base-url URL --ceps N [--transport T|canned]
          [--api lookupMany|lookups|lookups-main-actor|lookups-async]
                                               lookupMany (or the lookups stream) over N CEPs: wall, CPU, resolved
@@ -156,6 +159,57 @@ case "distinct":
     report("\(name)_probe_ns", format(best.probe / Double(count) * 1e9, 1))
     report("\(name)_sort_ns", format(best.sort / Double(count) * 1e9, 1))
   }
+
+case "memo":
+  // The `lookups` stream's memo alone, one thread, as a run of distinct CEPs drives it: each
+  // CEP found unknown (and now waiting) when its row is read, its answer kept (forgetting the
+  // oldest once full) when its chunk comes back, four chunks later. The answers are the bulk
+  // workload's own, decoded before the clock starts.
+  guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
+  let inputs = bulkWorkload(count: args.int("ceps", 1_000_000))
+  let urls = batchURLs(base: base.absoluteString, inputs: inputs)
+  let canned = await CannedTransport.fetching(urls)
+  let chunks = urls.map { url -> (numbers: [Int], answers: [LookupResult]) in
+    let query = url.split(separator: "=", maxSplits: 1).last ?? ""
+    let numbers = query.split(separator: ",").map { Int($0)! }
+    guard let found = try? Client.decodeBatchRows(canned.responses[url]!.body, numbers: numbers)
+    else { fail("memo: an answer did not decode") }
+    return (numbers, found.map { $0.map(LookupResult.init(found:)) ?? .notFound })
+  }
+  let repeats = args.int("repeats", 1)
+  var evictions = 0
+  let cpu0 = processCPUSeconds()
+  for _ in 0..<repeats {
+    var memo = LookupMemo(capacity: args.int("capacity", 100_000))
+    var waiting: [[Int32]] = []
+    var ask: Int32 = 0
+    for (index, chunk) in chunks.enumerated() {
+      var entries: [Int32] = []
+      entries.reserveCapacity(chunk.numbers.count)
+      for number in chunk.numbers {
+        guard case .unknown(let entry) = memo.state(of: number, orWaitFor: ask) else {
+          fail("memo: a distinct CEP was known")
+        }
+        entries.append(entry)
+        ask &+= 1
+      }
+      waiting.append(entries)
+      if index >= 3 {
+        let answered = chunks[index - 3]
+        for (entry, answer) in zip(waiting.removeFirst(), answered.answers) {
+          memo.keep(answer, entry: entry)
+        }
+      }
+    }
+    for (offset, entries) in waiting.enumerated() {
+      let answered = chunks[chunks.count - waiting.count + offset]
+      for (entry, answer) in zip(entries, answered.answers) { memo.keep(answer, entry: entry) }
+    }
+    evictions = memo.evictions
+  }
+  let cpu = (processCPUSeconds() - cpu0) / Double(repeats)
+  report("evictions", evictions)
+  report("ns_per_cep", format(cpu / Double(inputs.count) * 1e9, 1))
 
 case "bulk":
   guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }

@@ -3,50 +3,64 @@
 /// the CEPs asked and not yet answered, so that a row costs one hash lookup whatever its
 /// CEP's state.
 ///
-/// A ``CEPTable`` maps each CEP held to its *entry*: the index of its key, its answer (or the
-/// ask it waits for) and its links in the order of recency, all kept in arrays, so that an
-/// entry costs no allocation of its own and a forgotten entry is reused. A CEP takes its entry
-/// when it is first asked (in the probe that found it unknown), and keeps it when its answer
-/// comes: answering an ask (``keep(_:entry:)``) touches the table only to forget another CEP
-/// when the memo is full. On a run of a million distinct CEPs, each costs two probes that miss
-/// the processor's caches — its own, and the one that forgets it — not four.
+/// A ``CEPTable`` maps each CEP held to its *entry*: one record (40 bytes) holding its key,
+/// its answer (or the ask it waits for), its age and its links in the order of recency, so
+/// that an entry costs no allocation of its own, a forgotten entry is reused, and forgetting
+/// the oldest CEP reads one record (and its neighbour's), not one line of memory in each of
+/// six arrays. A CEP takes its entry when it is first asked (in the probe that found it
+/// unknown), and keeps it when its answer comes: answering an ask (``keep(_:entry:)``)
+/// touches the table only to forget another CEP when the memo is full. On a run of a million
+/// distinct CEPs, each costs two probes that miss the processor's caches — its own, and the
+/// one that forgets it — not four (`cepis-bench memo` measures the memo alone).
 ///
 /// Waiting CEPs do not count against the capacity and are not in the order of recency.
 /// `LookupMemoTests` hold it to a plain reference over millions of seeded operations.
-struct LookupMemo {
+package struct LookupMemo {
   /// The most CEPs kept (0 keeps nothing).
   let capacity: Int
   /// CEPs forgotten to make room so far.
-  private(set) var evictions = 0
+  package private(set) var evictions = 0
   /// How many CEPs the memo holds (answered).
   private(set) var count = 0
 
-  private var entries = CEPTable()
-  /// Per entry: its CEP.
-  private var keys: [Int] = []
-  /// Per entry: its answer (`.notFound` while it waits, or is free).
-  private var values: [LookupResult] = []
-  /// Per entry: the ask it waits for, or `answered` (or free).
-  private var asks: [Int32] = []
-  private var order = RecencyList()
-  /// CEPs answered so far (wrapping; an answer replaced is not counted), and per entry the
-  /// count when its answer was kept or last re-packed: an answer's *age*, for
-  /// ``state(of:)``'s re-packing.
+  /// One entry: a CEP held, answered or waiting, or a free entry.
+  private struct Entry {
+    /// Its answer (`.notFound` while it waits, or is free).
+    var value: LookupResult
+    /// Its CEP.
+    var key: UInt32
+    /// The ask it waits for, or `answered` (or free).
+    var ask: Int32
+    /// ``kept`` when its answer was kept or last re-packed: the answer's *age*, for
+    /// ``state(of:)``'s re-packing.
+    var keptAt: UInt32
+    /// The entries used just before and just after it (`none` at either end, and while it
+    /// is not in the order).
+    var older: Int32
+    var newer: Int32
+  }
+
+  private var table = CEPTable()
+  private var entries: [Entry] = []
+  /// The ends of the order of recency (`none` while it is empty).
+  private var newest = Self.none
+  private var oldest = Self.none
+  /// CEPs answered so far (wrapping; an answer replaced is not counted).
   private var kept: UInt32 = 0
-  private var keptAt: [UInt32] = []
   /// Entries no CEP holds.
   private var free: [Int32] = []
 
   private static let answered: Int32 = -1
+  private static let none: Int32 = -1
 
   /// A memo of at most `capacity` CEPs.
-  init(capacity: Int) {
+  package init(capacity: Int) {
     // An entry index is an Int32; two billion CEPs is more than exist.
     self.capacity = min(max(0, capacity), Int(Int32.max) / 2)
   }
 
   /// What the memo knows of one CEP.
-  enum State {
+  package enum State {
     /// Its answer (an address, or "does not exist"); now the most recently used.
     case answered(LookupResult)
     /// It is asked, by the ask `id`, and not answered yet.
@@ -57,28 +71,29 @@ struct LookupMemo {
 
   /// What the memo knows of `cep`; an answer becomes the most recently used.
   mutating func state(of cep: Int) -> State {
-    guard let entry = entries.value(for: cep) else { return .unknown(entry: -1) }
+    guard let entry = table.value(for: cep) else { return .unknown(entry: -1) }
     return state(of: entry)
   }
 
   /// What the memo knows of `cep`, in one hash probe: when it knows nothing, `cep` now waits
   /// for `ask` (an ask no other CEP waits for), in the entry the answer names; answer it with
   /// ``keep(_:entry:)`` or give it up with ``stopWaiting(entry:)``.
-  mutating func state(of cep: Int, orWaitFor ask: Int32) -> State {
+  package mutating func state(of cep: Int, orWaitFor ask: Int32) -> State {
     precondition(ask >= 0, "an ask is a slot number")
-    let vacant = free.last ?? Int32(keys.count)
-    if let entry = entries.valueInserting(vacant, for: cep) { return state(of: entry) }
+    let vacant = free.last ?? Int32(entries.count)
+    if let entry = table.valueInserting(vacant, for: cep) { return state(of: entry) }
+    let key = UInt32(truncatingIfNeeded: cep)
     if free.isEmpty {
-      keys.append(cep)
-      values.append(.notFound)
-      asks.append(ask)
-      keptAt.append(0)
-      order.appendDetached()
+      entries.append(
+        Entry(
+          value: .notFound, key: key, ask: ask, keptAt: 0, older: Self.none, newer: Self.none))
     } else {
       // Array's own `removeLast`, not the generic `popLast`.
       free.removeLast()
-      keys[Int(vacant)] = cep
-      asks[Int(vacant)] = ask
+      entries.withUnsafeMutableBufferPointer {
+        $0[Int(vacant)].key = key
+        $0[Int(vacant)].ask = ask
+      }
     }
     return .unknown(entry: vacant)
   }
@@ -90,35 +105,37 @@ struct LookupMemo {
   /// entry not used while `capacity` CEPs were answered is forgotten: each is more recent.)
   private mutating func state(of entry: Int32) -> State {
     let index = Int(entry)
-    let ask = asks[index]
+    let ask = entries[index].ask
     guard ask == Self.answered else { return .waiting(ask: ask) }
-    order.touch(entry)
-    if kept &- keptAt[index] > UInt32(truncatingIfNeeded: capacity) {
-      keptAt[index] = kept
-      if case .found(let address) = values[index], let alone = address.repackedAlone {
-        values[index] = LookupResult(found: alone)
+    touch(entry)
+    if kept &- entries[index].keptAt > UInt32(truncatingIfNeeded: capacity) {
+      entries[index].keptAt = kept
+      if case .found(let address) = entries[index].value, let alone = address.repackedAlone {
+        entries[index].value = LookupResult(found: alone)
       }
     }
-    return .answered(values[index])
+    return .answered(entries[index].value)
   }
 
   /// The ask `cep` waits for, if it waits (the memo's order is left alone).
   func waitingAsk(for cep: Int) -> Int32? {
-    guard let entry = entries.value(for: cep) else { return nil }
-    let ask = asks[Int(entry)]
+    guard let entry = table.value(for: cep) else { return nil }
+    let ask = entries[Int(entry)].ask
     return ask == Self.answered ? nil : ask
   }
 
   /// Forgets that `cep` is asked (its ask failed: a later row asks again). An answer kept
   /// for it is left alone.
   mutating func stopWaiting(for cep: Int) {
-    guard let entry = entries.value(for: cep), asks[Int(entry)] != Self.answered else { return }
+    guard let entry = table.value(for: cep), entries[Int(entry)].ask != Self.answered else {
+      return
+    }
     stopWaiting(entry: entry)
   }
 
   /// Gives up the ask of the waiting `entry` (see ``stopWaiting(for:)``).
   mutating func stopWaiting(entry: Int32) {
-    precondition(asks[Int(entry)] != Self.answered, "the entry does not wait")
+    precondition(entries[Int(entry)].ask != Self.answered, "the entry does not wait")
     release(entry)
   }
 
@@ -143,12 +160,12 @@ struct LookupMemo {
     switch state(of: cep, orWaitFor: 0) {
     case .answered:
       // `state` made it the most recently used.
-      let entry = entries.value(for: cep)!
-      values[Int(entry)] = answer
-      keptAt[Int(entry)] = kept
+      let entry = table.value(for: cep)!
+      entries[Int(entry)].value = answer
+      entries[Int(entry)].keptAt = kept
       return nil
     case .waiting:
-      return keep(answer, entry: entries.value(for: cep)!)
+      return keep(answer, entry: table.value(for: cep)!)
     case .unknown(let entry):
       return keep(answer, entry: entry)
     }
@@ -158,27 +175,29 @@ struct LookupMemo {
   /// most recently used; returns the CEP forgotten to make room, if any. No probe of the
   /// table but the one that forgets.
   @discardableResult
-  mutating func keep(_ answer: LookupResult, entry: Int32) -> Int? {
+  package mutating func keep(_ answer: LookupResult, entry: Int32) -> Int? {
     let index = Int(entry)
-    precondition(asks[index] != Self.answered, "the entry does not wait")
+    precondition(entries[index].ask != Self.answered, "the entry does not wait")
     guard capacity > 0 else {
       release(entry)
       return nil
     }
     var forgotten: Int?
     if count == capacity {
-      let oldest = order.oldest
-      forgotten = keys[Int(oldest)]
-      order.remove(oldest)
+      let evicted = oldest
+      forgotten = Int(entries[Int(evicted)].key)
+      unlink(evicted)
       count -= 1
-      release(oldest)
+      release(evicted)
       evictions += 1
     }
-    asks[index] = Self.answered
-    values[index] = answer
     kept &+= 1
-    keptAt[index] = kept
-    order.insertNewest(entry)
+    entries.withUnsafeMutableBufferPointer {
+      $0[index].ask = Self.answered
+      $0[index].value = answer
+      $0[index].keptAt = kept
+    }
+    pushNewest(entry)
     count += 1
     return forgotten
   }
@@ -186,15 +205,53 @@ struct LookupMemo {
   /// Takes `entry`'s CEP out of the table and frees the entry (out of the order already).
   private mutating func release(_ entry: Int32) {
     let index = Int(entry)
-    entries.removeValue(for: keys[index])
-    values[index] = .notFound
-    asks[index] = Self.answered
+    table.removeValue(for: Int(entries[index].key))
+    entries.withUnsafeMutableBufferPointer {
+      $0[index].value = .notFound
+      $0[index].ask = Self.answered
+    }
     free.append(entry)
+  }
+
+  /// Makes `entry` (in the order) the most recently used.
+  private mutating func touch(_ entry: Int32) {
+    guard entry != newest else { return }
+    unlink(entry)
+    pushNewest(entry)
+  }
+
+  /// Takes `entry` out of the order.
+  private mutating func unlink(_ entry: Int32) {
+    entries.withUnsafeMutableBufferPointer { entries in
+      let older = entries[Int(entry)].older
+      let newer = entries[Int(entry)].newer
+      if older != Self.none { entries[Int(older)].newer = newer } else { oldest = newer }
+      if newer != Self.none { entries[Int(newer)].older = older } else { newest = older }
+      entries[Int(entry)].older = Self.none
+      entries[Int(entry)].newer = Self.none
+    }
+  }
+
+  /// Puts `entry` (out of the order) at its newest end.
+  private mutating func pushNewest(_ entry: Int32) {
+    entries.withUnsafeMutableBufferPointer { entries in
+      entries[Int(entry)].older = newest
+      entries[Int(entry)].newer = Self.none
+      if newest != Self.none { entries[Int(newest)].newer = entry } else { oldest = entry }
+    }
+    newest = entry
   }
 
   /// The CEPs held and their answers, least recently used first (for tests).
   var heldAnswers: [(cep: Int, answer: LookupResult)] {
-    order.oldestFirst.map { (keys[Int($0)], values[Int($0)]) }
+    var held: [(cep: Int, answer: LookupResult)] = []
+    var cursor = oldest
+    while cursor != Self.none {
+      let entry = entries[Int(cursor)]
+      held.append((Int(entry.key), entry.value))
+      cursor = entry.newer
+    }
+    return held
   }
 
   /// The CEPs held, least recently used first (for tests).
