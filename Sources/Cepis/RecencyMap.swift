@@ -1,6 +1,6 @@
 /// A map of at most `capacity` integer keys that forgets the least recently used first: the
 /// memory tier of ``AddressCache``. (The memo of a ``LookupStream``, `LookupMemo`, is the same
-/// list specialised for the engine's hot path.)
+/// idea specialised for the engine's hot path: its links live in its entries.)
 ///
 /// A dictionary finds an entry; recency is a doubly linked list through arrays of indices, so
 /// an entry costs no allocation of its own and a full map reuses the slot it evicts.
@@ -74,8 +74,8 @@ extension RecencyMap: Sendable where Value: Sendable {}
 
 /// An order of recency over slots `0..<count`: a doubly linked list through an array of index
 /// pairs (a slot's two links side by side, read together), so a slot costs no allocation of
-/// its own. The list under ``RecencyMap`` and
-/// `LookupMemo`, which keep their keys and values in arrays indexed by the same slots.
+/// its own. The list under ``RecencyMap``, which keeps its keys and values in arrays indexed
+/// by the same slots. (`LookupMemo` keeps the same links inside each of its entries.)
 struct RecencyList {
   static let none: Int32 = -1
   /// A slot's neighbours in the order: the next older and the next newer slot.
