@@ -1,3 +1,4 @@
+import BrazilianDocuments
 import CepisMock
 import CepisTestSupport
 import Foundation
@@ -66,6 +67,45 @@ struct BatchEndToEndTests {
       #expect(queried.count == 1_200)
       #expect(Set(queried).count == 1_200)
       #expect(queried.allSatisfy { $0.utf8.count == 8 && $0.allSatisfy(\.isASCII) })
+    }
+  }
+
+  /// How the inputs of a large `lookupMany` come: sorted by CEP (each CEP twice in a row), or
+  /// in a seeded random order.
+  enum Order: String, CaseIterable, Sendable { case sorted, shuffled }
+
+  @Test(
+    "a large call (de-duplicated by sorting) answers every input with its own CEP's address",
+    arguments: testedTransportKinds, Order.allCases)
+  func largeCall(transport: Transport.Kind, order: Order) async throws {
+    try await withMockServer { server in
+      // 2,600 distinct CEPs of the synthetic range (a tenth do not exist), each twice, masked
+      // or not, and 60 malformed inputs: more inputs than `DistinctCEPs.sortFrom`.
+      var random = SplitMix64(state: 0x1A_4CE)
+      var inputs: [String] = []
+      for index in 0..<2_600 {
+        let cep = String(10_000_000 + index * 37)
+        inputs += [cep, "\(cep.prefix(5))-\(cep.suffix(3))"]
+      }
+      inputs += (0..<60).map { "bad-\($0)" }
+      if order == .shuffled {
+        for index in stride(from: inputs.count - 1, to: 0, by: -1) {
+          inputs.swapAt(index, Int(random.next() % UInt64(index + 1)))
+        }
+      }
+      #expect(inputs.count >= DistinctCEPs.sortFrom)
+      let result = try await fastClient(server, transport).lookupMany(inputs)
+      #expect(result.count == inputs.count)
+      let expected = expected(server, inputs)
+      let wrong = zip(result, expected).filter { $0 != $1 }.count
+      #expect(wrong == 0, "\(wrong) of \(inputs.count) inputs answered wrong")
+      #expect(result.compactMap { $0 }.count == 2 * 2_600 * 9 / 10)
+      let sent = requests(server, on: .csv)
+      #expect(sent.count == 6)  // ⌈2,600 / 500⌉
+      let queried = sent.flatMap {
+        ($0.queryItems["ceps"] ?? "").split(separator: ",").map(String.init)
+      }
+      #expect(queried.count == 2_600 && Set(queried).count == 2_600)
     }
   }
 
