@@ -133,13 +133,10 @@ case "distinct":
   let count = args.int("ceps", 1_000_000)
   let repeats = args.int("repeats", 5)
   var random = SplitMix64(state: 0x5EED_D157)
-  var shuffled = bulkWorkload(count: count)
-  for index in stride(from: shuffled.count - 1, to: 0, by: -1) {
-    shuffled.swapAt(index, Int(random.next() % UInt64(index + 1)))
-  }
+  let sorted = bulkWorkload(count: count)
   let shapes: [(name: String, inputs: [String])] = [
-    ("sorted", bulkWorkload(count: count)),
-    ("shuffled", shuffled),
+    ("sorted", sorted),
+    ("shuffled", sorted.shuffled(using: &random)),
     (
       "repeating",
       MixedWorkload(count: count, duplicateShare: 0.3, malformedShare: 0.01, seed: 7).inputs
@@ -183,27 +180,25 @@ case "memo":
     var memo = LookupMemo(capacity: args.int("capacity", 100_000))
     var waiting: [[Int32]] = []
     var ask: Int32 = 0
-    for (index, chunk) in chunks.enumerated() {
-      var entries: [Int32] = []
-      entries.reserveCapacity(chunk.numbers.count)
-      for number in chunk.numbers {
-        guard case .unknown(let entry) = memo.state(of: number, orWaitFor: ask) else {
-          fail("memo: a distinct CEP was known")
+    // Chunk `index` is asked; the one asked three chunks before is answered.
+    for index in 0..<(chunks.count + 3) {
+      if index < chunks.count {
+        var entries: [Int32] = []
+        entries.reserveCapacity(chunks[index].numbers.count)
+        for number in chunks[index].numbers {
+          guard case .unknown(let entry) = memo.state(of: number, orWaitFor: ask) else {
+            fail("memo: a distinct CEP was known")
+          }
+          entries.append(entry)
+          ask &+= 1
         }
-        entries.append(entry)
-        ask &+= 1
+        waiting.append(entries)
       }
-      waiting.append(entries)
       if index >= 3 {
-        let answered = chunks[index - 3]
-        for (entry, answer) in zip(waiting.removeFirst(), answered.answers) {
+        for (entry, answer) in zip(waiting.removeFirst(), chunks[index - 3].answers) {
           memo.keep(answer, entry: entry)
         }
       }
-    }
-    for (offset, entries) in waiting.enumerated() {
-      let answered = chunks[chunks.count - waiting.count + offset]
-      for (entry, answer) in zip(entries, answered.answers) { memo.keep(answer, entry: entry) }
     }
     evictions = memo.evictions
   }

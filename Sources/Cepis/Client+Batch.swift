@@ -307,22 +307,16 @@ package struct DistinctCEPs: Equatable {
     }
     positions = [Int32](repeating: -1, count: ceps.count)
     positions.withUnsafeMutableBufferPointer { positions in
-      if repeated {
-        // Each well-formed input's first input of its CEP: the first of its run.
-        var first: Int32 = -1
-        var number: UInt64 = .max
-        for key in keyed {
-          if key >> 32 != number {
-            number = key >> 32
-            first = Int32(truncatingIfNeeded: key)
-          }
-          positions[Int(UInt32(truncatingIfNeeded: key))] = first
+      // Each well-formed input's first input of its CEP: the first of its run (itself, when
+      // no input repeats).
+      var first: Int32 = -1
+      var number: UInt64 = .max
+      for key in keyed {
+        if key >> 32 != number {
+          number = key >> 32
+          first = Int32(truncatingIfNeeded: key)
         }
-      } else {
-        for key in keyed {
-          let index = Int(UInt32(truncatingIfNeeded: key))
-          positions[index] = Int32(index)
-        }
+        positions[Int(UInt32(truncatingIfNeeded: key))] = first
       }
       // In the inputs' order, a first input takes the next position, a repeat its first's
       // (already rewritten: a first input comes before its repeats).

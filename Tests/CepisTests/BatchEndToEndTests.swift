@@ -88,11 +88,7 @@ struct BatchEndToEndTests {
         inputs += [cep, "\(cep.prefix(5))-\(cep.suffix(3))"]
       }
       inputs += (0..<60).map { "bad-\($0)" }
-      if order == .shuffled {
-        for index in stride(from: inputs.count - 1, to: 0, by: -1) {
-          inputs.swapAt(index, Int(random.next() % UInt64(index + 1)))
-        }
-      }
+      if order == .shuffled { inputs.shuffle(using: &random) }
       #expect(inputs.count >= DistinctCEPs.sortFrom)
       let result = try await fastClient(server, transport).lookupMany(inputs)
       #expect(result.count == inputs.count)
