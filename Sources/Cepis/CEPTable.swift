@@ -141,6 +141,16 @@ struct CEPTable {
     count += 1
   }
 
+  /// Reads the line where a probe for `cep` starts, so that a probe soon after finds it in
+  /// the processor's caches: a loop of these over many CEPs has many of those lines in
+  /// flight at once, where probes, each waiting for its line before the next, have one.
+  /// Returns the slot read (to be folded into a value the caller keeps: a load whose result
+  /// is unused is no load at all once optimised).
+  @inline(__always)
+  func slotAtHome(of cep: Int) -> UInt64 {
+    slots.withUnsafeBufferPointer { $0[home(Self.key(cep))] }
+  }
+
   /// Removes `cep`; returns the value it had, if it was held.
   @discardableResult
   mutating func removeValue(for cep: Int) -> Int32? {

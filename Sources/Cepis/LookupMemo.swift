@@ -49,6 +49,8 @@ package struct LookupMemo {
   private var kept: UInt32 = 0
   /// Entries no CEP holds.
   private var free: [Int32] = []
+  /// What ``readAheadForgetting(_:)`` read, folded: kept so that its loads stay.
+  private var readAheadSink: UInt64 = 0
 
   private static let answered: Int32 = -1
   private static let none: Int32 = -1
@@ -200,6 +202,25 @@ package struct LookupMemo {
     pushNewest(entry)
     count += 1
     return forgotten
+  }
+
+  /// Reads ahead what the next `keeps` calls of ``keep(_:entry:)`` will forget: the oldest
+  /// entries and the lines of the table their CEPs sit in, all at once rather than one miss
+  /// of the caches after another (a chunk's 500 answers, on a run of distinct CEPs, forget
+  /// 500 CEPs kept long ago, each in a line no cache holds any more).
+  package mutating func readAheadForgetting(_ keeps: Int) {
+    var forgets = min(keeps, count + keeps - capacity)
+    guard forgets > 0 else { return }
+    var cursor = oldest
+    var folded: UInt64 = 0
+    entries.withUnsafeBufferPointer { entries in
+      while forgets > 0 && cursor != Self.none {
+        folded ^= table.slotAtHome(of: Int(entries[Int(cursor)].key))
+        cursor = entries[Int(cursor)].newer
+        forgets -= 1
+      }
+    }
+    readAheadSink ^= folded
   }
 
   /// Takes `entry`'s CEP out of the table and frees the entry (out of the order already).
