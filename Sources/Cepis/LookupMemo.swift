@@ -184,24 +184,46 @@ package struct LookupMemo {
       release(entry)
       return nil
     }
-    var forgotten: Int?
-    if count == capacity {
-      let evicted = oldest
-      forgotten = Int(entries[Int(evicted)].key)
-      unlink(evicted)
-      count -= 1
-      release(evicted)
-      evictions += 1
-    }
+    let forgotten = count == capacity ? forgetOldest() : nil
     kept &+= 1
-    entries.withUnsafeMutableBufferPointer {
-      $0[index].ask = Self.answered
-      $0[index].value = answer
-      $0[index].keptAt = kept
+    // One buffer for the whole write (one uniqueness check of the array, not one per field).
+    let (kept, newest) = (self.kept, self.newest)
+    entries.withUnsafeMutableBufferPointer { entries in
+      entries[index].ask = Self.answered
+      entries[index].value = answer
+      entries[index].keptAt = kept
+      entries[index].older = newest
+      entries[index].newer = Self.none
+      if newest != Self.none { entries[Int(newest)].newer = entry }
     }
-    pushNewest(entry)
+    if newest == Self.none { oldest = entry }
+    self.newest = entry
     count += 1
     return forgotten
+  }
+
+  /// Forgets the least recently used CEP (the memo holds one): takes it out of the order
+  /// and the table, and frees its entry. Returns the CEP.
+  private mutating func forgetOldest() -> Int {
+    let evicted = oldest
+    let (key, next) = entries.withUnsafeMutableBufferPointer { entries in
+      let index = Int(evicted)
+      let key = entries[index].key
+      let next = entries[index].newer
+      // The oldest has no older entry; its answer is let go now, not when the entry is reused.
+      entries[index].newer = Self.none
+      entries[index].value = .notFound
+      entries[index].ask = Self.answered
+      if next != Self.none { entries[Int(next)].older = Self.none }
+      return (key, next)
+    }
+    oldest = next
+    if next == Self.none { newest = Self.none }
+    table.removeValue(for: Int(key))
+    free.append(evicted)
+    count -= 1
+    evictions += 1
+    return Int(key)
   }
 
   /// Reads ahead what the next `keeps` calls of ``keep(_:entry:)`` will forget: the oldest
