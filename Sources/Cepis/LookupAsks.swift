@@ -849,6 +849,7 @@ final class ChunkMailbox: Sendable {
 
   /// Wakes the waiter (or the next one to wait): the waiting task was cancelled, rows came,
   /// or a linger is over.
+  @usableFromInline
   func interrupt() {
     let waiter = state.withLock { state in
       defer { state.waiter = nil }
