@@ -3,13 +3,14 @@ public struct LookupAnswer<Row: Sendable>: Sendable {
   /// The row, exactly as the input sequence gave it.
   public let row: Row
   /// The answer for the row's CEP, shared with every other row of that CEP.
-  package let stored: LookupResult
+  @usableFromInline package let stored: LookupResult
   /// Whether this row's CEP opened an ask: it was neither in the memo nor asked already. Every
   /// distinct CEP of a run has at least one such row (more when the memo forgot it between
   /// two), so the command line counts distinct CEPs on these rows alone.
-  package let openedAsk: Bool
+  @usableFromInline package let openedAsk: Bool
 
-  @usableFromInline
+  /// Inlinable: made for every row by the engine, specialised in the caller's module.
+  @inlinable
   package init(row: Row, stored: LookupResult, openedAsk: Bool = false) {
     self.row = row
     self.stored = stored
