@@ -11,7 +11,9 @@
 /// unknown), and keeps it when its answer comes: answering an ask (``keep(_:entry:)``)
 /// touches the table only to forget another CEP when the memo is full. On a run of a million
 /// distinct CEPs, each costs two probes that miss the processor's caches — its own, and the
-/// one that forgets it — not four (`cepis-bench memo` measures the memo alone).
+/// one that forgets it — not four, and the second is read ahead with the rest of its
+/// chunk's (``readAheadForgetting(_:)``), so that they overlap (`cepis-bench memo` measures
+/// the memo alone).
 ///
 /// Waiting CEPs do not count against the capacity and are not in the order of recency.
 /// `LookupMemoTests` hold it to a plain reference over millions of seeded operations.
