@@ -188,7 +188,8 @@ package struct LookupMemo {
     }
     let forgotten = count == capacity ? forgetOldest() : nil
     kept &+= 1
-    // One buffer for the whole write (one uniqueness check of the array, not one per field).
+    // The entry's answer and its place at the newest end (``pushNewest(_:)``), through one
+    // buffer: one uniqueness check of the array, not two.
     let (kept, newest) = (self.kept, self.newest)
     entries.withUnsafeMutableBufferPointer { entries in
       entries[index].ask = Self.answered
@@ -204,25 +205,20 @@ package struct LookupMemo {
     return forgotten
   }
 
-  /// Forgets the least recently used CEP (the memo holds one): takes it out of the order
-  /// and the table, and frees its entry. Returns the CEP.
+  /// Forgets the least recently used CEP (the memo holds one): takes it out of the order,
+  /// then out of the table (``release(_:)``). Returns the CEP.
   private mutating func forgetOldest() -> Int {
     let evicted = oldest
     let (key, next) = entries.withUnsafeMutableBufferPointer { entries in
-      let index = Int(evicted)
-      let key = entries[index].key
-      let next = entries[index].newer
-      // The oldest has no older entry; its answer is let go now, not when the entry is reused.
-      entries[index].newer = Self.none
-      entries[index].value = .notFound
-      entries[index].ask = Self.answered
+      // The oldest has no older entry: only its newer neighbour's link changes.
+      let next = entries[Int(evicted)].newer
+      entries[Int(evicted)].newer = Self.none
       if next != Self.none { entries[Int(next)].older = Self.none }
-      return (key, next)
+      return (entries[Int(evicted)].key, next)
     }
     oldest = next
     if next == Self.none { newest = Self.none }
-    table.removeValue(for: Int(key))
-    free.append(evicted)
+    release(evicted)
     count -= 1
     evictions += 1
     return Int(key)
