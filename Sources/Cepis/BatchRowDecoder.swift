@@ -366,14 +366,28 @@ func scanCSVRecord(
 func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
   guard let base = bytes.baseAddress else { return true }
   let count = bytes.count
+  let high: UInt64 = 0x8080_8080_8080_8080
   var index = 0
   while index < count {
+    if index + 16 <= count {
+      // Two words at a time while the text is ASCII.
+      let first = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+      let second = UnsafeRawPointer(base + index + 8).loadUnaligned(as: UInt64.self)
+      if (first | second) & high == 0 {
+        index += 16
+        continue
+      }
+    }
     if index + 8 <= count {
-      let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-      if word & 0x8080_8080_8080_8080 == 0 {
+      let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+      let highBits = word & high
+      if highBits == 0 {
         index += 8
         continue
       }
+      // Straight to the word's first byte that is not ASCII (in memory order: the lowest
+      // byte of the little-endian word), not one ASCII byte at a time up to it.
+      index += highBits.trailingZeroBitCount >> 3
     }
     let lead = base[index]
     if lead < 0x80 {
