@@ -140,7 +140,6 @@ extension Client {
         var textBytes = 0
         let columnCount = header.count
         while index < bytes.count {
-          for slot in 0..<7 { spans[slot] = absent }
           guard
             let record = scanCSVRecord(
               bytes, from: index,
@@ -151,6 +150,13 @@ extension Client {
               })
           else { return .notPlain }
           index = record.next
+          // A row with every column wrote every slot; a shorter one leaves the slots of the
+          // columns it lacks absent (not the previous row's).
+          if record.fields < columnCount {
+            for column in record.fields..<columnCount where slotOfColumn[column] >= 0 {
+              spans[slotOfColumn[column]] = absent
+            }
+          }
           let cep = spans[0]
           guard cep.start >= 0, !cep.escaped,
             let number = cepNumber(UnsafeBufferPointer(rebasing: bytes[cep.start..<cep.end])),
