@@ -265,6 +265,8 @@ package struct LookupMemo {
   private mutating func rebuildTable() {
     var held = 0
     for entry in entries where entry.key != Self.freeKey { held += 1 }
+    // The old table goes first: at the peak, the memory holds one table, not two.
+    table = CEPTable()
     var rebuilt = CEPTable(capacity: 2 * held)
     entries.withUnsafeBufferPointer { entries in
       for index in entries.indices where entries[index].key != Self.freeKey {
