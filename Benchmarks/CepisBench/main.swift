@@ -195,6 +195,7 @@ case "memo":
         waiting.append(entries)
       }
       if index >= 3 {
+        memo.readAheadForgetting(chunks[index - 3].numbers.count)
         for (entry, answer) in zip(waiting.removeFirst(), chunks[index - 3].answers) {
           memo.keep(answer, entry: entry)
         }

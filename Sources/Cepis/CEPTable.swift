@@ -118,25 +118,6 @@ struct CEPTable {
     return nil
   }
 
-  /// The slot holding `cep` and its value; otherwise inserts `value` for it and returns its
-  /// slot with no value (one probe either way).
-  mutating func slotInserting(_ value: Int32, for cep: Int) -> (slot: Int, held: Int32?) {
-    let key = Self.key(cep)
-    let (index, found) = position(of: key)
-    if found { return (index, Self.value(of: slots[index])) }
-    return (insert(key, value, at: index), nil)
-  }
-
-  /// Replaces the value held at `slot` (a slot ``slotInserting(_:for:)`` returned).
-  mutating func setValue(_ value: Int32, atSlot slot: Int) {
-    slots.withUnsafeMutableBufferPointer {
-      $0[slot] = Self.slot($0[slot] >> 32, value)
-    }
-  }
-
-  /// Whether inserting one more key would grow the table.
-  var isFull: Bool { 2 * (count + 1) > slots.count }
-
   /// Sets `value` for `cep`, inserting it or replacing what was held.
   mutating func set(_ value: Int32, for cep: Int) {
     let key = Self.key(cep)
@@ -150,16 +131,24 @@ struct CEPTable {
 
   /// Inserts `key` (not held) at `index`, the empty slot its probe ended on; or, when that
   /// would fill more than half the slots, doubles the table and inserts it there.
-  /// Returns the slot it went to.
-  @discardableResult
-  private mutating func insert(_ key: UInt64, _ value: Int32, at index: Int) -> Int {
+  private mutating func insert(_ key: UInt64, _ value: Int32, at index: Int) {
     guard 2 * (count + 1) <= slots.count else {
       rehash(into: 2 * slots.count)
-      return insertNew(key, value)
+      insertNew(key, value)
+      return
     }
     slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
     count += 1
-    return index
+  }
+
+  /// Reads the line where a probe for `cep` starts, so that a probe soon after finds it in
+  /// the processor's caches: a loop of these over many CEPs has many of those lines in
+  /// flight at once, where probes, each waiting for its line before the next, have one.
+  /// Returns the slot read (to be folded into a value the caller keeps: a load whose result
+  /// is unused is no load at all once optimised).
+  @inline(__always)
+  func slotAtHome(of cep: Int) -> UInt64 {
+    slots.withUnsafeBufferPointer { $0[home(Self.key(cep))] }
   }
 
   /// Removes `cep`; returns the value it had, if it was held.
@@ -196,12 +185,10 @@ struct CEPTable {
     slots.compactMap { $0 == Self.empty ? nil : (Int($0 >> 32), Self.value(of: $0)) }
   }
 
-  @discardableResult
-  private mutating func insertNew(_ key: UInt64, _ value: Int32) -> Int {
+  private mutating func insertNew(_ key: UInt64, _ value: Int32) {
     let (index, _) = position(of: key)
     slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
     count += 1
-    return index
   }
 
   private mutating func rehash(into size: Int) {

@@ -643,6 +643,7 @@ extension LookupAsks {
   fileprivate func apply(_ found: consuming [Address?], to asks: [Int32]) {
     precondition(found.count == asks.count, "one answer per ask")
     var found = found
+    if !distinctRows { memo.readAheadForgetting(asks.count) }
     // Through buffers: one uniqueness check of each array per chunk, not one per ask.
     found.withUnsafeMutableBufferPointer { answers in
       slotAnswers.withUnsafeMutableBufferPointer { slotAnswers in

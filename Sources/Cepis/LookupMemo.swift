@@ -8,15 +8,12 @@
 /// that an entry costs no allocation of its own, a forgotten entry is reused, and forgetting
 /// the oldest CEP reads one record (and its neighbour's), not one line of memory in each of
 /// six arrays. A CEP takes its entry when it is first asked (in the probe that found it
-/// unknown), and keeps it when its answer comes: answering an ask (``keep(_:entry:)``) does
-/// not touch the table at all. Nor does forgetting a CEP: its entry is freed (its key
-/// cleared), and its slot stays in the table, dead — a probe that lands on it sees that the
-/// entry no longer holds that CEP, and the CEP's next ask takes the slot again; the table is
-/// rebuilt from the entries held when dead and live slots fill half of it (``rebuildTable()``).
-/// On a run of a million distinct CEPs, each costs one probe that misses the processor's
-/// caches (its own) and one insertion in a rebuild, amortised, instead of a second probe,
-/// into a line no cache holds any more, and a backward shift through its run to forget it
-/// (`cepis-bench memo` measures the memo alone).
+/// unknown), and keeps it when its answer comes: answering an ask (``keep(_:entry:)``)
+/// touches the table only to forget another CEP when the memo is full. On a run of a million
+/// distinct CEPs, each costs two probes that miss the processor's caches — its own, and the
+/// one that forgets it — not four, and the second is read ahead with the rest of its
+/// chunk's (``readAheadForgetting(_:)``), so that they overlap (`cepis-bench memo` measures
+/// the memo alone).
 ///
 /// Waiting CEPs do not count against the capacity and are not in the order of recency.
 /// `LookupMemoTests` hold it to a plain reference over millions of seeded operations.
@@ -54,11 +51,11 @@ package struct LookupMemo {
   private var kept: UInt32 = 0
   /// Entries no CEP holds.
   private var free: [Int32] = []
+  /// What ``readAheadForgetting(_:)`` read, folded: kept so that its loads stay.
+  private var readAheadSink: UInt64 = 0
 
   private static let answered: Int32 = -1
   private static let none: Int32 = -1
-  /// The key of a free entry: no CEP (a CEP is at most 99,999,999).
-  private static let freeKey = UInt32.max
 
   /// A memo of at most `capacity` CEPs.
   package init(capacity: Int) {
@@ -76,19 +73,9 @@ package struct LookupMemo {
     case unknown(entry: Int32)
   }
 
-  /// The entry `cep` holds, if it holds one. The table is not cleaned when an entry is
-  /// freed (see ``release(_:)``): a CEP's slot may still name an entry that is free, or that
-  /// another CEP has taken since, and then the CEP holds none.
-  private func liveEntry(for cep: Int) -> Int32? {
-    guard let entry = table.value(for: cep),
-      entries[Int(entry)].key == UInt32(truncatingIfNeeded: cep)
-    else { return nil }
-    return entry
-  }
-
   /// What the memo knows of `cep`; an answer becomes the most recently used.
   mutating func state(of cep: Int) -> State {
-    guard let entry = liveEntry(for: cep) else { return .unknown(entry: -1) }
+    guard let entry = table.value(for: cep) else { return .unknown(entry: -1) }
     return state(of: entry)
   }
 
@@ -98,14 +85,8 @@ package struct LookupMemo {
   package mutating func state(of cep: Int, orWaitFor ask: Int32) -> State {
     precondition(ask >= 0, "an ask is a slot number")
     let vacant = free.last ?? Int32(entries.count)
+    if let entry = table.valueInserting(vacant, for: cep) { return state(of: entry) }
     let key = UInt32(truncatingIfNeeded: cep)
-    if table.isFull { rebuildTable() }
-    let (slot, held) = table.slotInserting(vacant, for: cep)
-    if let entry = held {
-      if entries[Int(entry)].key == key { return state(of: entry) }
-      // A slot left by an entry freed since: the CEP's again, for the vacant entry.
-      table.setValue(vacant, atSlot: slot)
-    }
     if free.isEmpty {
       entries.append(
         Entry(
@@ -142,7 +123,7 @@ package struct LookupMemo {
 
   /// The ask `cep` waits for, if it waits (the memo's order is left alone).
   func waitingAsk(for cep: Int) -> Int32? {
-    guard let entry = liveEntry(for: cep) else { return nil }
+    guard let entry = table.value(for: cep) else { return nil }
     let ask = entries[Int(entry)].ask
     return ask == Self.answered ? nil : ask
   }
@@ -150,7 +131,7 @@ package struct LookupMemo {
   /// Forgets that `cep` is asked (its ask failed: a later row asks again). An answer kept
   /// for it is left alone.
   mutating func stopWaiting(for cep: Int) {
-    guard let entry = liveEntry(for: cep), entries[Int(entry)].ask != Self.answered else {
+    guard let entry = table.value(for: cep), entries[Int(entry)].ask != Self.answered else {
       return
     }
     stopWaiting(entry: entry)
@@ -183,12 +164,12 @@ package struct LookupMemo {
     switch state(of: cep, orWaitFor: 0) {
     case .answered:
       // `state` made it the most recently used.
-      let entry = liveEntry(for: cep)!
+      let entry = table.value(for: cep)!
       entries[Int(entry)].value = answer
       entries[Int(entry)].keptAt = kept
       return nil
     case .waiting:
-      return keep(answer, entry: liveEntry(for: cep)!)
+      return keep(answer, entry: table.value(for: cep)!)
     case .unknown(let entry):
       return keep(answer, entry: entry)
     }
@@ -243,37 +224,34 @@ package struct LookupMemo {
     return Int(key)
   }
 
-  /// Frees `entry` (out of the order already). Its CEP's slot in the table stays, naming an
-  /// entry whose key is no longer that CEP: a later probe for the CEP finds it dead and takes
-  /// it again, and ``rebuildTable()`` drops it. Removing it would cost a probe of a table
-  /// line no cache holds any more (the CEP was answered `capacity` CEPs ago) and a backward
-  /// shift through its run.
+  /// Reads ahead what the next `keeps` calls of ``keep(_:entry:)`` will forget: the oldest
+  /// entries and the lines of the table their CEPs sit in, all at once rather than one miss
+  /// of the caches after another (a chunk's 500 answers, on a run of distinct CEPs, forget
+  /// 500 CEPs kept long ago, each in a line no cache holds any more).
+  package mutating func readAheadForgetting(_ keeps: Int) {
+    var forgets = min(keeps, count + keeps - capacity)
+    guard forgets > 0 else { return }
+    var cursor = oldest
+    var folded: UInt64 = 0
+    entries.withUnsafeBufferPointer { entries in
+      while forgets > 0 && cursor != Self.none {
+        folded ^= table.slotAtHome(of: Int(entries[Int(cursor)].key))
+        cursor = entries[Int(cursor)].newer
+        forgets -= 1
+      }
+    }
+    readAheadSink ^= folded
+  }
+
+  /// Takes `entry`'s CEP out of the table and frees the entry (out of the order already).
   private mutating func release(_ entry: Int32) {
     let index = Int(entry)
+    table.removeValue(for: Int(entries[index].key))
     entries.withUnsafeMutableBufferPointer {
       $0[index].value = .notFound
       $0[index].ask = Self.answered
-      $0[index].key = Self.freeKey
     }
     free.append(entry)
-  }
-
-  /// Rebuilds the table from the entries held (answered or waiting), with room for as many
-  /// again as it holds plus as many slots again (at most a quarter full): dead slots are
-  /// dropped, and at least as many CEPs as the memo holds can be taken before the next
-  /// rebuild, so that each costs one insertion per CEP taken since the last, amortised.
-  private mutating func rebuildTable() {
-    var held = 0
-    for entry in entries where entry.key != Self.freeKey { held += 1 }
-    // The old table goes first: at the peak, the memory holds one table, not two.
-    table = CEPTable()
-    var rebuilt = CEPTable(capacity: 2 * held)
-    entries.withUnsafeBufferPointer { entries in
-      for index in entries.indices where entries[index].key != Self.freeKey {
-        rebuilt.set(Int32(index), for: Int(entries[index].key))
-      }
-    }
-    table = rebuilt
   }
 
   /// Makes `entry` (in the order) the most recently used.

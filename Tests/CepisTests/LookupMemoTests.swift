@@ -146,6 +146,9 @@ struct LookupMemoTests {
         }
         // Only a CEP newly answered counts: the memo's bound is in those.
         if reference.answers[cep] == nil { keeps += 1 }
+        // Reading ahead what keeps will forget changes nothing the memo answers (any count,
+        // more keeps than it holds included).
+        if random.next() % 3 == 0 { memo.readAheadForgetting(Int(random.next() % 8)) }
         let forgotten: Int?
         if let entry = entries.removeValue(forKey: cep), random.next() % 4 != 0 {
           forgotten = memo.keep(answer.map(LookupResult.init(found:)) ?? .notFound, entry: entry)
