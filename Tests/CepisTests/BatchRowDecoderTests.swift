@@ -139,12 +139,12 @@ struct BatchRowDecoderTests {
         0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4,
         0xF5, 0xFF, 0x9F, 0xA0, 0x8F, 0x90,
       ]
-      for case_ in 0..<400_000 {
+      for drawn in 0..<400_000 {
         var bytes: [UInt8] = []
         // Half the strings are short and dense with interesting bytes; half are up to 48
         // bytes, mostly ASCII, so that the check's 8- and 16-byte steps meet a byte that is
         // not ASCII at every offset of a word.
-        let long = case_ % 2 == 1
+        let long = drawn % 2 == 1
         for _ in 0..<Int(random.next() % (long ? 49 : 14)) {
           let pick = random.next()
           if long && pick % 4 != 0 {
