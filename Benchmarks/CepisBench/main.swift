@@ -29,7 +29,7 @@ let usage = """
                                               distinct CEPs
                                               answered a chunk at a time: ns per CEP
     bulk --base-url URL --ceps N [--transport T|canned]
-         [--api lookupMany|lookups|lookups-main-actor|lookups-async]
+         [--api lookupMany|lookups|lookups-main-actor|lookups-async] [--memo N]
                                               lookupMany (or the lookups stream) over N CEPs: wall, CPU, resolved
     lookups-rss --rows N --distinct D [--transport T]   the lookups stream over N generated rows
                                               holding D distinct CEPs (in-process mock): peak RSS, requests
@@ -237,7 +237,9 @@ case "bulk":
     stopped = (nowNanos(), processCPUSeconds())
     resolved = found.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
   case "lookups":
-    resolved = await countResolved(client.lookups(inputs))
+    // `--memo N`: the run-wide memo's capacity (default BulkOptions's).
+    let options = BulkOptions(memoCapacity: args.int("memo", BulkOptions().memoCapacity))
+    resolved = await countResolved(client.lookups(inputs, options: options))
   case "lookups-main-actor":
     // The same loop in this top-level code, on the main actor (an app's view model would
     // run it there): two executor checks a row that a nonisolated loop does not make. Not
