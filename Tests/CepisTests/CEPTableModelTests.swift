@@ -31,9 +31,9 @@ struct CEPTableModelTests {
     /// A key of this pattern from a random number.
     func key(_ random: UInt64) -> Int {
       switch self {
-      // Multiples of 8: each key the first of its group, so all want the first slot of
-      // their line and probe on from it (61 keys 0…60 would fill eight lines without one
-      // collision).
+      // Multiples of 8: each key the first of a line, in eight blocks of 64 that a table of
+      // a few blocks must share, so keys collide and probe on (61 keys 0…60 would fill one
+      // block without a collision).
       case .small: Int(random % 61) * 8
       case .wholeTowns: Int(random % 5_000) * 1_000 + 1_000_000
       case .consecutive: 20_000_000 + Int(random % 40_000)
@@ -145,8 +145,8 @@ struct CEPTableModelTests {
 
   /// A file sorted by CEP through a memo of `window` CEPs: each CEP is inserted, and the one
   /// `window` CEPs before it removed (the oldest). Consecutive CEPs seldom collide, so most
-  /// removals find no key displaced and skip the backward shift; the few collisions of a
-  /// moving window make the others shift (a third of them at 2,000). Every CEP is looked up while held and after it
+  /// removals find no key displaced and skip the backward shift (the other patterns above
+  /// shift). Every CEP is looked up while held and after it
   /// goes, against the reference, and the count of displaced keys is checked now and then.
   @Test(arguments: [2_000, 100_000])
   func slidingWindow(window: Int) async {
@@ -192,7 +192,7 @@ struct CEPTableModelTests {
         }
       }
     }
-    // The shortcut was taken most of the time (seen: 69 % at 2,000, every time at 100,000).
+    // The shortcut was taken most of the time (seen: every time, at both sizes).
     guard withNoneDisplaced > withSomeDisplaced else {
       return "\(withNoneDisplaced) removals with no key displaced, \(withSomeDisplaced) with"
     }
