@@ -151,6 +151,13 @@ struct CEPTable {
       insertNew(key, value)
       return
     }
+    place(key, value, at: index)
+  }
+
+  /// Writes `key` (not held) into the empty slot `index`, counting it, and counting it
+  /// displaced when `index` is not its home.
+  @inline(__always)
+  private mutating func place(_ key: UInt64, _ value: Int32, at index: Int) {
     slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
     count += 1
     if index != home(key) { displacedCount += 1 }
@@ -213,10 +220,7 @@ struct CEPTable {
   }
 
   private mutating func insertNew(_ key: UInt64, _ value: Int32) {
-    let (index, _) = position(of: key)
-    slots.withUnsafeMutableBufferPointer { $0[index] = Self.slot(key, value) }
-    count += 1
-    if index != home(key) { displacedCount += 1 }
+    place(key, value, at: position(of: key).index)
   }
 
   private mutating func rehash(into size: Int) {

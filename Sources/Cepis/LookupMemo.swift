@@ -10,10 +10,11 @@
 /// six arrays. A CEP takes its entry when it is first asked (in the probe that found it
 /// unknown), and keeps it when its answer comes: answering an ask (``keep(_:entry:)``)
 /// touches the table only to forget another CEP when the memo is full. On a run of a million
-/// distinct CEPs, each costs two probes that miss the processor's caches — its own, and the
-/// one that forgets it — not four, and the second is read ahead with the rest of its
-/// chunk's (``readAheadForgetting(_:)``), so that they overlap (`cepis-bench memo` measures
-/// the memo alone).
+/// distinct CEPs in no order, each costs two probes that miss the processor's caches — its
+/// own, and the one that forgets it — not four, and the second is read ahead with the rest of
+/// its chunk's (``readAheadForgetting(_:)``), so that they overlap; in a sorted run, 64
+/// consecutive CEPs share a block of the table, walked in order (see ``CEPTable``)
+/// (`cepis-bench memo` measures the memo alone).
 ///
 /// Waiting CEPs do not count against the capacity and are not in the order of recency.
 /// `LookupMemoTests` hold it to a plain reference over millions of seeded operations.

@@ -80,8 +80,8 @@ struct CEPTableModelTests {
       let removeWeight: UInt64 = reference.count > keys.target ? 6 : 2
       let choice = random.next() % 12
       if choice < removeWeight {
-        // Both ways out of a removal: the backward shift (some key sits past its home), and
-        // none (no key does).
+        // Removals while some key sits past its home go through the backward shift (those
+        // while none does stop at once: `slidingWindow`).
         if table.displacedCount > 0 { displacedRemovals += 1 }
         let got = table.removeValue(for: cep)
         let expected = reference.removeValue(forKey: cep)
@@ -146,8 +146,8 @@ struct CEPTableModelTests {
   /// A file sorted by CEP through a memo of `window` CEPs: each CEP is inserted, and the one
   /// `window` CEPs before it removed (the oldest). Consecutive CEPs seldom collide, so most
   /// removals find no key displaced and skip the backward shift (the other patterns above
-  /// shift). Every CEP is looked up while held and after it
-  /// goes, against the reference, and the count of displaced keys is checked now and then.
+  /// shift). Each removed CEP is looked up after it goes, one held CEP at every step, and every
+  /// held CEP and the count of displaced keys now and then, against the reference.
   @Test(arguments: [2_000, 100_000])
   func slidingWindow(window: Int) async {
     let failure = await runOffThePool { Self.slide(window: window) }
