@@ -3,7 +3,7 @@
 /// the CEPs asked and not yet answered, so that a row costs one hash lookup whatever its
 /// CEP's state.
 ///
-/// A ``CEPTable`` maps each CEP held to its *entry*: one record (40 bytes) holding its key,
+/// A ``CEPTable`` maps each CEP held to its *entry*: one record (32 bytes) holding its key,
 /// its answer (or the ask it waits for), its age and its links in the order of recency, so
 /// that an entry costs no allocation of its own, a forgotten entry is reused, and forgetting
 /// the oldest CEP reads one record (and its neighbour's), not one line of memory in each of
@@ -26,21 +26,27 @@ package struct LookupMemo {
   /// How many CEPs the memo holds (answered).
   private(set) var count = 0
 
-  /// One entry: a CEP held, answered or waiting, or a free entry.
+  /// One entry: a CEP held, answered or waiting, or a free entry. 32 bytes, so that an entry
+  /// never straddles two lines of the processor's cache.
   private struct Entry {
     /// Its answer (`.notFound` while it waits, or is free).
     var value: LookupResult
     /// Its CEP.
     var key: UInt32
-    /// The ask it waits for, or `answered` (or free).
-    var ask: Int32
-    /// ``kept`` when its answer was kept or last re-packed: the answer's *age*, for
-    /// ``state(of:)``'s re-packing.
-    var keptAt: UInt32
+    /// ``waitFlag`` and the ask it waits for; or, answered (or free), its answer's *age*: the
+    /// value of ``kept`` (modulo 2³¹) when its answer was kept or last re-packed, for
+    /// ``state(of:)``'s re-packing. An entry waits or is answered, never both: one field.
+    var mark: UInt32
     /// The entries used just before and just after it (`none` at either end, and while it
     /// is not in the order).
     var older: Int32
     var newer: Int32
+
+    /// The ask it waits for, or ``answered``.
+    var ask: Int32 {
+      mark & LookupMemo.waitFlag != 0
+        ? Int32(bitPattern: mark & ~LookupMemo.waitFlag) : LookupMemo.answered
+    }
   }
 
   private var table = CEPTable()
@@ -57,11 +63,33 @@ package struct LookupMemo {
 
   private static let answered: Int32 = -1
   private static let none: Int32 = -1
+  /// An entry's ``Entry/mark`` with this bit set waits (see there).
+  private static let waitFlag: UInt32 = 1 << 31
+
+  /// The mark of an entry waiting for `ask` (a slot number: below 2³¹).
+  private static func waiting(for ask: Int32) -> UInt32 { UInt32(bitPattern: ask) | waitFlag }
+
+  /// The mark of an entry answered when ``kept`` was `kept`: its age, modulo 2³¹. An age never
+  /// reaches 2³¹: `capacity` is below 2³⁰ and an entry is re-packed, its age reset, when it is
+  /// used past `capacity` (unused that long, it is forgotten), so it is at most twice that.
+  private static func answered(at kept: UInt32) -> UInt32 { kept & ~waitFlag }
 
   /// A memo of at most `capacity` CEPs.
   package init(capacity: Int) {
     // An entry index is an Int32; two billion CEPs is more than exist.
     self.capacity = min(max(0, capacity), Int(Int32.max) / 2)
+    // Room for the entries up front: memory the system makes resident only as entries are
+    // written, and no copy of a full array (old and new resident at once) as it grows. The
+    // CEPs waiting for their answers come on top of the capacity; past 2²⁰ entries (32 MiB of
+    // address space) the array grows as arrays do.
+    entries.reserveCapacity(min(self.capacity + 8_192, 1 << 20))
+  }
+
+  /// A memo as ``init(capacity:)`` makes it, whose count of answers kept starts at `kept`
+  /// (for tests: ages across the wrap of the count, and of the 31 bits an age keeps).
+  init(capacity: Int, keptBefore kept: UInt32) {
+    self.init(capacity: capacity)
+    self.kept = kept
   }
 
   /// What the memo knows of one CEP.
@@ -91,13 +119,14 @@ package struct LookupMemo {
     if free.isEmpty {
       entries.append(
         Entry(
-          value: .notFound, key: key, ask: ask, keptAt: 0, older: Self.none, newer: Self.none))
+          value: .notFound, key: key, mark: Self.waiting(for: ask), older: Self.none,
+          newer: Self.none))
     } else {
       // Array's own `removeLast`, not the generic `popLast`.
       free.removeLast()
       entries.withUnsafeMutableBufferPointer {
         $0[Int(vacant)].key = key
-        $0[Int(vacant)].ask = ask
+        $0[Int(vacant)].mark = Self.waiting(for: ask)
       }
     }
     return .unknown(entry: vacant)
@@ -113,8 +142,8 @@ package struct LookupMemo {
     let ask = entries[index].ask
     guard ask == Self.answered else { return .waiting(ask: ask) }
     touch(entry)
-    if kept &- entries[index].keptAt > UInt32(truncatingIfNeeded: capacity) {
-      entries[index].keptAt = kept
+    if (kept &- entries[index].mark) & ~Self.waitFlag > UInt32(truncatingIfNeeded: capacity) {
+      entries[index].mark = Self.answered(at: kept)
       if case .found(let address) = entries[index].value, let alone = address.repackedAlone {
         entries[index].value = LookupResult(found: alone)
       }
@@ -167,7 +196,7 @@ package struct LookupMemo {
       // `state` made it the most recently used.
       let entry = table.value(for: cep)!
       entries[Int(entry)].value = answer
-      entries[Int(entry)].keptAt = kept
+      entries[Int(entry)].mark = Self.answered(at: kept)
       return nil
     case .waiting:
       return keep(answer, entry: table.value(for: cep)!)
@@ -193,9 +222,8 @@ package struct LookupMemo {
     // buffer: one uniqueness check of the array, not two.
     let (kept, newest) = (self.kept, self.newest)
     entries.withUnsafeMutableBufferPointer { entries in
-      entries[index].ask = Self.answered
       entries[index].value = answer
-      entries[index].keptAt = kept
+      entries[index].mark = Self.answered(at: kept)
       entries[index].older = newest
       entries[index].newer = Self.none
       if newest != Self.none { entries[Int(newest)].newer = entry }
@@ -250,7 +278,7 @@ package struct LookupMemo {
     table.removeValue(for: Int(entries[index].key))
     entries.withUnsafeMutableBufferPointer {
       $0[index].value = .notFound
-      $0[index].ask = Self.answered
+      $0[index].mark = Self.answered(at: 0)
     }
     free.append(entry)
   }
@@ -295,6 +323,9 @@ package struct LookupMemo {
     }
     return held
   }
+
+  /// The bytes an entry takes in the memo's array (for tests: 32, half a cache line).
+  static var entryStride: Int { MemoryLayout<Entry>.stride }
 
   /// The CEPs held, least recently used first (for tests).
   var cepsOldestFirst: [Int] { heldAnswers.map(\.cep) }

@@ -246,6 +246,8 @@ struct BatchRowDecoderTests {
     #expect(MemoryLayout<Address?>.stride == 16)
     // And what the run-wide memo of a bulk lookup keeps per CEP: no more than an address.
     #expect(MemoryLayout<LookupResult>.stride <= 16)
+    // Its entry per CEP (answer, CEP, ask or age, and two links): half a cache line.
+    #expect(LookupMemo.entryStride == 32)
   }
 
   @Test(

@@ -87,9 +87,22 @@ struct LookupMemoTests {
     #expect(failure == nil)
   }
 
-  /// Runs the seeded sequence for `capacity`; the first difference, or `nil`.
-  static func check(capacity: Int) -> String? {
-    var memo = LookupMemo(capacity: capacity)
+  /// The same sequence with the memo's count of answers kept starting just before it wraps:
+  /// at 2³¹, where an entry's age (31 bits) wraps, and at 2³², where the count itself does.
+  /// Ages read wrong would re-pack rows too late (caught by the check of the chunks held) or
+  /// answer differently.
+  @Test(arguments: [(7, UInt32(1) << 31 - 300), (64, UInt32.max - 3_000)])
+  func agesAcrossTheWrapOfTheCount(capacity: Int, keptBefore: UInt32) async {
+    let failure = await runOffThePool {
+      Self.check(capacity: capacity, memo: LookupMemo(capacity: capacity, keptBefore: keptBefore))
+    }
+    #expect(failure == nil)
+  }
+
+  /// Runs the seeded sequence for `capacity` (on `memo`, by default a new one); the first
+  /// difference, or `nil`.
+  static func check(capacity: Int, memo: LookupMemo? = nil) -> String? {
+    var memo = memo ?? LookupMemo(capacity: capacity)
     var reference = Reference(capacity: capacity)
     var random = SplitMix64(state: 0x18_0000 &+ UInt64(capacity))
     let keySpace = UInt64(2 * capacity + 5)
