@@ -129,6 +129,12 @@ public struct Address: Sendable, Hashable, Codable {
     return fields.chunkRowCapacity
   }
 
+  /// The bytes of each field end in its packed chunk's table, 2 or 4 (for tests).
+  var chunkEndWidth: Int? {
+    guard case .packed(let fields, _) = text else { return nil }
+    return fields.chunkEndWidth
+  }
+
   /// Calls `body` with the UTF-8 bytes of one text field, without building a `String` when
   /// the address is a packed batch row (the bulk writers' fast path).
   package func withUTF8<R>(_ field: AddressTextField, _ body: (UnsafeBufferPointer<UInt8>) -> R)

@@ -172,9 +172,10 @@ final class AddressStrings: Sendable {
 /// field ends. A chunk of 500 rows costs one allocation, not 500; every address read from it
 /// holds the chunk (one reference) and its row's number.
 ///
-/// The tail is the *ends table* (six `UInt32` per row: the end of each field, counted from the
-/// start of the text) and then the text: each field followed by one byte that is no part of
-/// it, so that a field starts one byte after the one before it ends, across rows (and a batch
+/// The tail is the *ends table* (six per row: the end of each field, counted from the start of
+/// the text; `UInt16`s when the text is 64 KiB at most, as a batch answer's 500 rows are, else
+/// `UInt32`s) and then the text: each field followed by one byte that is no part of it, so
+/// that a field starts one byte after the one before it ends, across rows (and a batch
 /// row's six fields, unquoted, are copied from the response as they stand there, commas and
 /// all, in one copy). A chunk is written once, by ``PackedChunkWriter``, before anyone else
 /// can see it, and never again; only reads follow, so sharing it between threads is safe:
@@ -219,9 +220,11 @@ struct PackedFields: @unchecked Sendable {
     lhs.storage === rhs.storage && lhs.row == rhs.row
   }
 
-  /// Which chunk the row is in, and how many rows it has room for (for tests).
+  /// Which chunk the row is in, how many rows it has room for, and the bytes of each end in
+  /// its ends table (for tests).
   var chunkIdentity: ObjectIdentifier { ObjectIdentifier(storage) }
   var chunkRowCapacity: Int { storage.header.rowCapacity }
+  var chunkEndWidth: Int { storage.header.endWidth }
 
   /// Whether this row's chunk holds other rows (a row of a batch answer's chunk).
   var sharesItsChunk: Bool { storage.header.rowCapacity > 1 }
@@ -231,12 +234,11 @@ struct PackedFields: @unchecked Sendable {
     let row = Int(self.row)
     return storage.withUnsafeMutablePointers { header, tail in
       let index = row * 6 + field.rawValue
-      let raw = UnsafeRawPointer(tail)
+      let ends = PackedChunkHeader.Ends(
+        UnsafeMutableRawPointer(tail), width: header.pointee.endWidth)
       // One byte after the field before it (see the type's comment).
-      let start =
-        index == 0
-        ? 0 : Int(raw.loadUnaligned(fromByteOffset: (index - 1) * 4, as: UInt32.self)) + 1
-      let end = Int(raw.loadUnaligned(fromByteOffset: index * 4, as: UInt32.self))
+      let start = index == 0 ? 0 : ends[index - 1] + 1
+      let end = ends[index]
       return body(
         UnsafeBufferPointer(start: tail + header.pointee.textOffset + start, count: end - start))
     }
@@ -252,13 +254,50 @@ struct PackedFields: @unchecked Sendable {
 struct PackedChunkHeader {
   /// How many rows the ends table has room for.
   let rowCapacity: Int
+  /// The bytes of each end in the ends table: 2 when every end fits a `UInt16`, else 4.
+  let endWidth: Int
   /// Where the text starts in the tail: after the ends table.
-  var textOffset: Int { rowCapacity * 6 * 4 }
+  var textOffset: Int { rowCapacity * 6 * endWidth }
 
-  /// A chunk with room for `rows` rows and `textBytes` bytes of text, not yet written.
+  /// The ends table of a chunk: its ends, each `width` bytes.
+  struct Ends {
+    /// Where the table starts: the start of the chunk's tail.
+    let base: UnsafeMutableRawPointer
+    /// The bytes of each end, 2 or 4.
+    let width: Int
+
+    /// The table at `base`, of ends `width` bytes each.
+    init(_ base: UnsafeMutableRawPointer, width: Int) {
+      self.base = base
+      self.width = width
+    }
+
+    /// The end of field `index` (counted across rows: row × 6 + field).
+    subscript(index: Int) -> Int {
+      get {
+        width == 2
+          ? Int(base.loadUnaligned(fromByteOffset: index * 2, as: UInt16.self))
+          : Int(base.loadUnaligned(fromByteOffset: index * 4, as: UInt32.self))
+      }
+      nonmutating set {
+        if width == 2 {
+          base.storeBytes(
+            of: UInt16(truncatingIfNeeded: newValue), toByteOffset: index * 2, as: UInt16.self)
+        } else {
+          base.storeBytes(
+            of: UInt32(truncatingIfNeeded: newValue), toByteOffset: index * 4, as: UInt32.self)
+        }
+      }
+    }
+  }
+
+  /// A chunk with room for `rows` rows and `textBytes` bytes of text, not yet written. An end
+  /// is below `textBytes` (each field is followed by a byte of its own): with 64 KiB of text
+  /// at most, every end fits two bytes.
   static func allocate(rows: Int, textBytes: Int) -> PackedFields.Storage {
     precondition(rows >= 0 && textBytes >= 0 && textBytes <= Int(UInt32.max))
-    let header = PackedChunkHeader(rowCapacity: rows)
+    let header = PackedChunkHeader(
+      rowCapacity: rows, endWidth: textBytes <= Int(UInt16.max) + 1 ? 2 : 4)
     let buffer = PackedFields.Storage.create(minimumCapacity: header.textOffset + textBytes) {
       _ in header
     }
@@ -271,7 +310,7 @@ struct PackedChunkHeader {
 /// chunk was made with.
 struct PackedChunkWriter {
   private let storage: PackedFields.Storage
-  private let ends: UnsafeMutableRawPointer
+  private let ends: PackedChunkHeader.Ends
   private let text: UnsafeMutablePointer<UInt8>
   /// How many rows the chunk has room for.
   let rowCapacity: Int
@@ -291,8 +330,9 @@ struct PackedChunkWriter {
     textCapacity = textBytes
     // The storage is held for as long as the writer: its tail does not move.
     let tail = storage.withUnsafeMutablePointerToElements { $0 }
-    ends = UnsafeMutableRawPointer(tail)
-    text = tail + rows * 6 * 4
+    let header = storage.header
+    ends = PackedChunkHeader.Ends(UnsafeMutableRawPointer(tail), width: header.endWidth)
+    text = tail + header.textOffset
   }
 
   /// Appends `count` bytes at `source` to the current field (valid UTF-8, as a whole field).
@@ -328,8 +368,7 @@ struct PackedChunkWriter {
   mutating func endField() {
     precondition(fields < 6 && rows < rowCapacity, "a packed chunk's row has six fields")
     precondition(written < textCapacity, "a packed chunk overflows")
-    ends.storeBytes(
-      of: UInt32(written), toByteOffset: (rows * 6 + fields) * 4, as: UInt32.self)
+    ends[rows * 6 + fields] = written
     text[written] = UInt8(ascii: ",")
     written += 1
     fields += 1
@@ -350,13 +389,13 @@ struct PackedChunkWriter {
       "a whole row's fields end in order, one byte apart at least")
     (text + written).initialize(from: source, count: count)
     text[written + count] = UInt8(ascii: ",")
-    let row = rows * 6 * 4
-    ends.storeBytes(of: UInt32(written + e0), toByteOffset: row, as: UInt32.self)
-    ends.storeBytes(of: UInt32(written + e1), toByteOffset: row + 4, as: UInt32.self)
-    ends.storeBytes(of: UInt32(written + e2), toByteOffset: row + 8, as: UInt32.self)
-    ends.storeBytes(of: UInt32(written + e3), toByteOffset: row + 12, as: UInt32.self)
-    ends.storeBytes(of: UInt32(written + e4), toByteOffset: row + 16, as: UInt32.self)
-    ends.storeBytes(of: UInt32(written + e5), toByteOffset: row + 20, as: UInt32.self)
+    let row = rows * 6
+    ends[row] = written + e0
+    ends[row + 1] = written + e1
+    ends[row + 2] = written + e2
+    ends[row + 3] = written + e3
+    ends[row + 4] = written + e4
+    ends[row + 5] = written + e5
     written += count + 1
     fields = 6
     return endRow()

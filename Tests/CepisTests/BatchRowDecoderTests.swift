@@ -251,9 +251,12 @@ struct BatchRowDecoderTests {
   }
 
   @Test(
-    "an answer's rows share one buffer, each reads its own fields, and one re-packed alone is equal"
+    "an answer's rows share one buffer, each reads its own fields, and one re-packed alone is equal",
+    // Streets padded to make the text of the answer's chunk 64 KiB at most (two-byte ends) or
+    // more (four-byte ends).
+    arguments: [0, 150]
   )
-  func rowsShareTheirAnswersBuffer() throws {
+  func rowsShareTheirAnswersBuffer(streetPadding: Int) throws {
     // 500 rows with fields of every length from 0 up, some quoted with doubled quotes, in
     // reverse order of the chunk, a tenth of the CEPs not found (empty localidade) and a tenth
     // not answered at all.
@@ -261,7 +264,7 @@ struct BatchRowDecoderTests {
     var body = "cep,logradouro,complemento,bairro,localidade,uf,ibge\n"
     var expected: [Address?] = Array(repeating: nil, count: numbers.count)
     for (index, number) in numbers.enumerated().reversed() where index % 10 != 3 {
-      let street = String(repeating: "R", count: index % 37)
+      let street = String(repeating: "R", count: index % 37 + streetPadding)
       let complement = index % 4 == 0 ? "lado \"\(index)\"" : ""
       let town = index % 10 == 7 ? "" : "Cidade \(index) ç"
       let quoted =
@@ -281,11 +284,47 @@ struct BatchRowDecoderTests {
     #expect(chunks.count == 1, "one buffer for the answer's \(rows.count) rows")
     // Made to the size of the rows found: no room for the CEPs not found or not answered.
     #expect(rows.allSatisfy { $0.chunkRowCapacity == rows.count })
+    // Its text: each field and the byte after it. Ends fit two bytes up to 64 KiB.
+    let text = rows.reduce(0) { total, row in
+      total + 6 + row.logradouro.utf8.count + row.complemento.utf8.count + row.bairro.utf8.count
+        + row.localidade.utf8.count + row.uf.utf8.count + row.ibge.utf8.count
+    }
+    #expect((streetPadding == 0) == (text <= 65_536))
+    #expect(rows.allSatisfy { $0.chunkEndWidth == (text <= 65_536 ? 2 : 4) })
     for address in found.compactMap({ $0 }) {
       let alone = try #require(address.repackedAlone)
       #expect(alone == address && alone.hashValue == address.hashValue)
       #expect(alone.chunkIdentity == nil && alone.repackedAlone == nil)
       #expect(alone.text[.complemento] == address.complemento)
+    }
+  }
+
+  @Test(
+    "a chunk's ends take two bytes up to 64 KiB of text and four beyond, and read back each field",
+    arguments: [65_535, 65_536, 65_537, 70_000]
+  )
+  func endWidthAtTheBoundary(textBytes: Int) {
+    // Two rows of six fields (each followed by a byte of its own) that fill the text exactly:
+    // the last end is textBytes - 1, the largest a chunk of that size holds.
+    let lengths = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, textBytes - 12 - 55]
+    var writer = PackedChunkWriter(rows: 2, textBytes: textBytes)
+    var written: [[String]] = [[], []]
+    var packed: [PackedFields] = []
+    for row in 0..<2 {
+      for field in 0..<6 {
+        let byte = UInt8(ascii: "a") + UInt8(row * 6 + field)
+        let value = [UInt8](repeating: byte, count: lengths[row * 6 + field])
+        value.withUnsafeBufferPointer { writer.append($0) }
+        writer.endField()
+        written[row].append(String(decoding: value, as: UTF8.self))
+      }
+      packed.append(writer.endRow())
+    }
+    for row in 0..<2 {
+      #expect(packed[row].chunkEndWidth == (textBytes <= 65_536 ? 2 : 4))
+      for field in AddressText.Field.allCases {
+        #expect(packed[row][field] == written[row][field.rawValue], "row \(row) \(field)")
+      }
     }
   }
 
