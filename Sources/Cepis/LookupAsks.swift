@@ -136,7 +136,10 @@ final class LookupAsks {
     self.editionCheck = editionCheck
     self.chunksInFlight = options.chunksInFlight
     self.expectedRows = options.expectedRows
-    self.memo = LookupMemo(capacity: distinctRows ? 0 : options.memoCapacity)
+    // The CEPs waiting at once: the rows read ahead, and a chunk's worth more.
+    self.memo = LookupMemo(
+      capacity: distinctRows ? 0 : options.memoCapacity,
+      waiting: options.readAhead + Client.maxBatch)
   }
 
   /// The fewest rows a run must expect for ``startPreloadIfWorthIt()`` to read a whole
@@ -471,13 +474,22 @@ final class LookupAsks {
   }
 
   /// The next chunk of `queue` (from `head`): a full one, or with `partial` what is left.
-  private static func takeChunk(
+  static func takeChunk(
     from queue: inout [Int32], head: inout Int, partial: Bool
   ) -> [Int32]? {
     let available = queue.count - head
     guard available >= Client.maxBatch || (partial && available > 0) else { return nil }
-    let ids = Array(queue[head..<head + min(available, Client.maxBatch)])
-    head += ids.count
+    let count = min(available, Client.maxBatch)
+    // A copy of its own size: `Array(queue[head..<head + count])` of a whole queue shares the
+    // queue's buffer, which then is copied (not kept) by the `removeAll` below, and the chunk
+    // holds all of its capacity (tens of KiB, grown while asks piled up) for 500 asks.
+    let ids = [Int32](unsafeUninitializedCapacity: count) { buffer, initialized in
+      queue.withUnsafeBufferPointer { queue in
+        _ = buffer.initialize(fromContentsOf: queue[head..<head + count])
+      }
+      initialized = count
+    }
+    head += count
     if head == queue.count {
       queue.removeAll(keepingCapacity: true)
       head = 0

@@ -74,15 +74,15 @@ package struct LookupMemo {
   /// used past `capacity` (unused that long, it is forgotten), so it is at most twice that.
   private static func answered(at kept: UInt32) -> UInt32 { kept & ~waitFlag }
 
-  /// A memo of at most `capacity` CEPs.
-  package init(capacity: Int) {
+  /// A memo of at most `capacity` CEPs, with room made for about `waiting` more CEPs asked
+  /// and not answered at once (the stream's read-ahead).
+  package init(capacity: Int, waiting: Int = 8_192) {
     // An entry index is an Int32; two billion CEPs is more than exist.
     self.capacity = min(max(0, capacity), Int(Int32.max) / 2)
     // Room for the entries up front: memory the system makes resident only as entries are
-    // written, and no copy of a full array (old and new resident at once) as it grows. The
-    // CEPs waiting for their answers come on top of the capacity; past 2²⁰ entries (32 MiB of
-    // address space) the array grows as arrays do.
-    entries.reserveCapacity(min(self.capacity + 8_192, 1 << 20))
+    // written, and no copy of a full array (old and new resident at once) as it grows. Past
+    // 2²⁰ entries (32 MiB of address space) the array grows as arrays do.
+    entries.reserveCapacity(min(self.capacity + max(0, waiting), 1 << 20))
   }
 
   /// A memo as ``init(capacity:)`` makes it, whose count of answers kept starts at `kept`
