@@ -79,8 +79,9 @@ package final class LookupFailure: Sendable {
 /// How a ``LookupStream`` spends requests and memory.
 public struct BulkOptions: Sendable, Hashable {
   /// The most distinct CEPs whose answers the stream keeps, so that a CEP that comes back is
-  /// not asked again (the least recently used is forgotten first). Default 100,000 (an answer
-  /// is one ``Address``: its seven strings and a few words of bookkeeping). 0 keeps none: a
+  /// not asked again (the least recently used is forgotten first). Default 100,000, about
+  /// 14 MiB: an answer kept costs ~140 bytes (its row of the batch answer it came in, an entry
+  /// and a slot of the memo's table). 0 keeps none: a
   /// CEP is then asked once for the rows that wait for it together, and again when it comes
   /// back later.
   public var memoCapacity: Int
