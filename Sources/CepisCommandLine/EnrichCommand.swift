@@ -22,8 +22,9 @@ enum EnrichCommand {
     "logradouro", "complemento", "bairro", "localidade", "uf", "ibge", "cepis_status",
   ]
 
-  /// Distinct CEPs the `lookups` stream's memo keeps by default (an answer is one shared
-  /// `Address`, about 300 bytes with its strings: about 120 MB at the bound).
+  /// Distinct CEPs the `lookups` stream's memo keeps by default (an answer kept costs about
+  /// 140 bytes — its row of the batch answer, an entry and a slot of the memo's table: about
+  /// 55 MB at the bound).
   static let defaultMemo = 400_000
   /// Rows read ahead of the oldest row still waiting for its answer, by default.
   static let defaultWindow = 20_000
