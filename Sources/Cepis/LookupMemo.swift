@@ -60,6 +60,12 @@ package struct LookupMemo {
   private var free: [Int32] = []
   /// What ``readAheadForgetting(_:)`` read, folded: kept so that its loads stay.
   private var readAheadSink: UInt64 = 0
+  /// The entries made room for at once when the array first fills past ``smallEntries``: the
+  /// capacity and the CEPs waiting, at most 2²⁰ (32 MiB of address space).
+  private let room: Int
+  /// Entries the array holds before it makes ``room`` (128 KiB): a short run, a small
+  /// `lookupMany`, never maps more.
+  private static let smallEntries = 4_096
 
   private static let answered: Int32 = -1
   private static let none: Int32 = -1
@@ -79,10 +85,7 @@ package struct LookupMemo {
   package init(capacity: Int, waiting: Int = 8_192) {
     // An entry index is an Int32; two billion CEPs is more than exist.
     self.capacity = min(max(0, capacity), Int(Int32.max) / 2)
-    // Room for the entries up front: memory the system makes resident only as entries are
-    // written, and no copy of a full array (old and new resident at once) as it grows. Past
-    // 2²⁰ entries (32 MiB of address space) the array grows as arrays do.
-    entries.reserveCapacity(min(self.capacity + max(0, waiting), 1 << 20))
+    room = min(self.capacity + max(0, waiting), 1 << 20)
   }
 
   /// A memo as ``init(capacity:)`` makes it, whose count of answers kept starts at `kept`
@@ -117,6 +120,14 @@ package struct LookupMemo {
     if let entry = table.valueInserting(vacant, for: cep) { return state(of: entry) }
     let key = UInt32(truncatingIfNeeded: cep)
     if free.isEmpty {
+      if entries.count == entries.capacity && entries.count >= Self.smallEntries
+        && entries.count < room
+      {
+        // Room for every entry the run can hold, at once: memory the system makes resident
+        // only as entries are written, and no more doubling (the old array and the new one
+        // resident together, the heap's peak of a large run). Past it, arrays' own growth.
+        entries.reserveCapacity(room)
+      }
       entries.append(
         Entry(
           value: .notFound, key: key, mark: Self.waiting(for: ask), older: Self.none,
@@ -326,6 +337,12 @@ package struct LookupMemo {
 
   /// The bytes an entry takes in the memo's array (for tests: 32, half a cache line).
   static var entryStride: Int { MemoryLayout<Entry>.stride }
+
+  /// The entries made so far, the array's room for them, and the room it makes at once past
+  /// its first 4,096 (for tests).
+  var entryCounts: (made: Int, room: Int, roomAtOnce: Int) {
+    (entries.count, entries.capacity, room)
+  }
 
   /// The CEPs held, least recently used first (for tests).
   var cepsOldestFirst: [Int] { heldAnswers.map(\.cep) }

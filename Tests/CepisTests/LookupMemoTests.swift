@@ -79,7 +79,8 @@ struct LookupMemoTests {
     }
   }
 
-  @Test(arguments: [0, 1, 2, 7, 64, 1_000])
+  // 5,000: the memo's array fills past its first 4,096 entries and makes room for the rest.
+  @Test(arguments: [0, 1, 2, 7, 64, 1_000, 5_000])
   func agreesWithTheReferenceAtEveryStep(capacity: Int) async {
     // Seconds of synchronous work: off the cooperative pool (where it would hold up every
     // other test's async code), one capacity at a time, at a low priority.
@@ -199,6 +200,12 @@ struct LookupMemoTests {
           }
         }
       }
+    }
+    // Past its first 4,096 entries, the array made room for every entry the memo can hold at
+    // once (no doubling after that).
+    let counts = memo.entryCounts
+    if counts.made > 4_096 && counts.made <= counts.roomAtOnce && counts.room < counts.roomAtOnce {
+      return "\(counts.made) entries in an array of room \(counts.room), not \(counts.roomAtOnce)"
     }
     guard memo.evictions == evictions else {
       return "\(memo.evictions) evictions counted, \(evictions) seen"
