@@ -89,7 +89,7 @@ package struct LookupMemo {
     room = min(self.capacity + max(0, waiting), 1 << 20)
   }
 
-  /// A memo as ``init(capacity:)`` makes it, whose count of answers kept starts at `kept`
+  /// A memo as ``init(capacity:waiting:)`` makes it, whose count of answers kept starts at `kept`
   /// (for tests: ages across the wrap of the count, and of the 31 bits an age keeps).
   init(capacity: Int, keptBefore kept: UInt32) {
     self.init(capacity: capacity)
