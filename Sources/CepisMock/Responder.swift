@@ -233,18 +233,17 @@ extension ServerCore {
 
   private func csv(_ request: MockHTTPRequest, faults: Set<MockFault>) -> Response {
     let items = queryDictionary(request.query)
-    guard let list = items["ceps"], !list.isEmpty else {
+    guard var list = items["ceps"], !list.isEmpty else {
       return message(400, "Parâmetro ceps ausente")
     }
-    var values: [Int] = []
-    values.reserveCapacity(list.utf8.count / 9 + 1)
-    for item in list.split(separator: ",", omittingEmptySubsequences: false) {
-      let text = item.trimmingSpaces
-      guard let value = cepValue(text) else { return message(400, "CEP inválido: \(text)") }
-      values.append(value)
-      if values.count > 500 { return message(400, "Máximo de 500 CEPs por consulta") }
+    switch list.withUTF8({ parseCEPList($0, limit: 500) }) {
+    case .values(let values):
+      return Response(status: 200, contentType: csvType, body: .bytes(csvBody(values, faults)))
+    case .invalid(let text):
+      return message(400, "CEP inválido: \(text)")
+    case .tooMany:
+      return message(400, "Máximo de 500 CEPs por consulta")
     }
-    return Response(status: 200, contentType: csvType, body: .bytes(csvBody(values, faults)))
   }
 
   func csvBody(_ requested: [Int], _ faults: Set<MockFault>) -> [UInt8] {
