@@ -18,7 +18,9 @@ import Foundation
 
 let usage = """
   usage: cepis-bench COMMAND [OPTIONS]
-    serve [--port N]                          run CepisMock, print its base URL, wait for SIGTERM
+    serve [--port N] [--keep-answers-mib M]   run CepisMock, print its base URL, wait for SIGTERM;
+                                            with M, /csv answers (M MiB at most) are kept and
+                                            sent again for the same query, not built again
     requests [--count N]                      requests lookupMany sends vs the minimum (in-process mock)
     gen-urls --base-url URL --ceps N --out F  the /csv URLs lookupMany sends for the bulk workload (curl config)
     transports                                the transports this build has
@@ -58,6 +60,7 @@ case "serve":
   configuration.maxLogEntries = 1_000
   configuration.maxConnections = 1_024
   configuration.idleTimeout = 120
+  configuration.keptCSVAnswerBytes = args.int("keep-answers-mib", 0) << 20
   let server = MockServer(configuration: configuration)
   do { try await server.start() } catch { fail("cannot start the mock: \(error)") }
   print(server.baseURL.absoluteString)

@@ -51,13 +51,24 @@ public final class MockServer: Sendable {
     public var parserLimits: MockHTTPRequest.Limits
     /// The DNE edition `/health` names at first (`dne`).
     public var edition: String
+    /// The most bytes of `/csv` answers kept to be sent again as they are, or 0 (the default)
+    /// to build every answer.
+    ///
+    /// For benchmarks on a machine whose cores the client under test shares with the mock: a
+    /// `/csv` answer that no fault alters is kept by its query string, and a request with the
+    /// same query gets the same bytes without the server parsing the list or building the rows
+    /// again, so the server's work no longer takes the client's cores (as cep.is's does not).
+    /// Answers past the budget are built each time. The dataset never changes while a server
+    /// runs, so a kept answer is always the one that would be built.
+    public var keptCSVAnswerBytes: Int
 
     /// Creates a configuration.
     public init(
       port: Int = 0, dataset: MockDataset = .sample, cpfAPIKeys: Set<String> = ["test-key"],
       chaos: MockChaos? = nil, degraded: Bool = false, maxConnections: Int = 256,
       idleTimeout: TimeInterval = 15, maxDribbleBytes: Int = 1_024, maxLogEntries: Int = 100_000,
-      parserLimits: MockHTTPRequest.Limits = MockHTTPRequest.Limits(), edition: String = "2026-11"
+      parserLimits: MockHTTPRequest.Limits = MockHTTPRequest.Limits(), edition: String = "2026-11",
+      keptCSVAnswerBytes: Int = 0
     ) {
       self.port = port
       self.dataset = dataset
@@ -70,6 +81,7 @@ public final class MockServer: Sendable {
       self.maxLogEntries = maxLogEntries
       self.parserLimits = parserLimits
       self.edition = edition
+      self.keptCSVAnswerBytes = keptCSVAnswerBytes
     }
   }
 
@@ -320,6 +332,9 @@ final class ServerCore: Sendable {
   /// Serializes `stop()` calls, so a second caller returns only once the first is done.
   private let stopping = LockedValue(false)
   let datasetCount: Int
+  /// The `/csv` answers kept by query string, and their bytes in all (see
+  /// ``MockServer/Configuration/keptCSVAnswerBytes``).
+  let keptCSVAnswers = LockedValue((answers: [String: [UInt8]](), bytes: 0))
 
   init(configuration: MockServer.Configuration) {
     self.configuration = configuration

@@ -232,6 +232,26 @@ extension ServerCore {
   static let shuffledColumns = [6, 0, 4, 1, 5, 3, 2]
 
   private func csv(_ request: MockHTTPRequest, faults: Set<MockFault>) -> Response {
+    // See `MockServer.Configuration.keptCSVAnswerBytes`.
+    let budget = configuration.keptCSVAnswerBytes
+    guard budget > 0, faults.isEmpty, let query = request.query else {
+      return builtCSV(request, faults: faults)
+    }
+    if let kept = keptCSVAnswers.withLock({ $0.answers[query] }) {
+      return Response(status: 200, contentType: csvType, body: .bytes(kept))
+    }
+    let response = builtCSV(request, faults: faults)
+    if response.status == 200, case .bytes(let body) = response.body {
+      keptCSVAnswers.withLock { kept in
+        guard kept.bytes + body.count <= budget, kept.answers[query] == nil else { return }
+        kept.answers[query] = body
+        kept.bytes += body.count
+      }
+    }
+    return response
+  }
+
+  private func builtCSV(_ request: MockHTTPRequest, faults: Set<MockFault>) -> Response {
     let items = queryDictionary(request.query)
     guard var list = items["ceps"], !list.isEmpty else {
       return message(400, "Parâmetro ceps ausente")

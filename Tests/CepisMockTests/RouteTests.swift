@@ -84,6 +84,52 @@ extension MockTests {
       }
     }
 
+    /// How many answers the budget of ``keptCSVAnswersAreTheBuiltOnes(room:)`` has room for.
+    enum Room: CaseIterable { case none, first, all }
+
+    @Test(arguments: Room.allCases)
+    func keptCSVAnswersAreTheBuiltOnes(room: Room) async throws {
+      let lists = [
+        "01001000,20040020,10000019", "12345674,01001-000", "10000000,10000001,10000002",
+      ]
+      // What a server that keeps nothing answers (built anew every time).
+      let built = try await withServer { plain async throws in
+        try lists.map { try fetch(plain, "/csv?ceps=" + $0).body }
+      }
+      var configuration = MockServer.Configuration()
+      switch room {
+      case .none: configuration.keptCSVAnswerBytes = 0
+      // Room for the first answer alone: the second does not fit beside it.
+      case .first: configuration.keptCSVAnswerBytes = built[0].count
+      case .all: configuration.keptCSVAnswerBytes = 1 << 20
+      }
+      try await withServer(configuration) { server async throws in
+        for round in 0..<3 {
+          for (list, expected) in zip(lists, built) {
+            let answer = try fetch(server, "/csv?ceps=" + list)
+            #expect(answer.status == 200)
+            #expect(answer.body == expected, "round \(round): \(list)")
+          }
+        }
+        // Every request still reaches the log; the budget holds.
+        #expect(server.requestCount == 9)
+        let kept = server.core.keptCSVAnswers.withLock {
+          (count: $0.answers.count, bytes: $0.bytes)
+        }
+        #expect(kept.bytes <= configuration.keptCSVAnswerBytes)
+        #expect(kept.count == [Room.none: 0, .first: 1, .all: 3][room])
+        // A fault alters the answer: it is neither taken from nor kept among the answers.
+        server.script(.csv, [.csvMaskedCEPs])
+        let masked = try fetch(server, "/csv?ceps=" + lists[0])
+        #expect(csvRows(masked.body)[1][0] == "01001-000")
+        #expect(try fetch(server, "/csv?ceps=" + lists[0]).body == built[0])
+        // An answer that is not a 200 is not kept either.
+        #expect(try fetch(server, "/csv?ceps=01001000,123").status == 400)
+        #expect(try fetch(server, "/csv?ceps=01001000,123").status == 400)
+        #expect(server.core.keptCSVAnswers.withLock { $0.answers.count } == kept.count)
+      }
+    }
+
     @Test func health() async throws {
       try await withServer { server async throws in
         let healthy = try fetch(server, "/health")
