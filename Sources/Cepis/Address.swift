@@ -10,12 +10,12 @@ import Foundation
 /// same street from cep.is and from ViaCEP are different answers (one has DNE coordinates, the
 /// other none), and so are a current answer and one kept from an older edition.
 ///
-/// An address from ``Client/lookupMany(_:)`` or ``Client/lookups(_:cep:options:)`` keeps its
-/// text in the buffer of the batch answer it came in (up to 500 addresses, a few dozen
-/// kilobytes), shared with the other addresses of that answer, as a `Substring` shares its
-/// `String`: a million answers cost a few thousand allocations, not millions. Keeping a few
-/// addresses of a large run for long keeps their answers' buffers too; setting any of an
-/// address's text fields gives it text of its own.
+/// An address from ``Client/lookupMany(_:)`` or
+/// ``Client/lookups(_:cep:options:)->LookupStream<Rows>`` keeps its text in the buffer of the batch
+/// answer it came in (up to 500 addresses, a few dozen kilobytes), shared with the other addresses
+/// of that answer, as a `Substring` shares its `String`: a million answers cost a few thousand
+/// allocations, not millions. Keeping a few addresses of a large run for long keeps their answers'
+/// buffers too; setting any of an address's text fields gives it text of its own.
 public struct Address: Sendable, Hashable, Codable {
   /// The text fields. A row of a batch answer keeps them packed in its answer's buffer, and a
   /// field becomes a `String` when it is read (see `AddressText`); that changes nothing a
@@ -57,8 +57,8 @@ public struct Address: Sendable, Hashable, Codable {
     get { text[.ibge] }
     set { set(.ibge, newValue) }
   }
-  /// Coordinates, when the API has them. Always `nil` from ``Client/lookupMany(_:)``: the
-  /// batch endpoint does not carry them. From ViaCEP always `nil`; from BrasilAPI, when it
+  /// Coordinates, when the API has them. Always `nil` from the bulk lookups
+  /// (``Client/lookupMany(_:)``, `lookups`): the batch endpoint does not carry them. From ViaCEP always `nil`; from BrasilAPI, when it
   /// has a point, with an unknown precision (``Geo/isPrecise`` is `false`, ``Geo/raioM`` 0).
   public var geo: Geo? {
     get { text.geo }

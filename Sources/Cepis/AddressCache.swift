@@ -27,10 +27,10 @@ import Foundation
 /// When `/health` fails, the last edition seen is used; while none was ever seen, nothing is
 /// fresh and nothing is stored.
 ///
-/// The bulk lookups (``Client/lookups(_:cep:options:)``, ``Client/lookupMany(_:)``) use the
-/// cache too: each run checks the edition once, answers the CEPs it holds fresh with no
-/// request and stores the batch endpoint's answers; a failed request's CEPs are answered by
-/// kept addresses, marked stale, as above.
+/// The bulk lookups (``Client/lookups(_:cep:options:)->LookupStream<Rows>``,
+/// ``Client/lookupMany(_:)``) use the cache too: each run checks the edition once, answers the CEPs
+/// it holds fresh with no request and stores the batch endpoint's answers; a failed request's CEPs
+/// are answered by kept addresses, marked stale, as above.
 ///
 /// A file cache also keeps the entries of the last ``frontCapacity`` single lookups in this
 /// process's memory, so that a repeated ``Client/lookup(_:)`` does not wait for the file.
@@ -439,9 +439,8 @@ public final class AddressCache: Sendable {
     } ?? false
   }
 
-  /// Notes that `ceps` were used now (their recency, written with the file's next
-  /// transaction): for answers read by ``allBatchAnswers(edition:limit:batchSize:deliver:)``, once a row uses
-  /// them.
+  /// Notes that `ceps` were used now (their recency, written with the file's next transaction): for
+  /// answers read by ``allBatchAnswers(edition:limit:batchSize:deliver:)``, once a row uses them.
   package func noteUsed(_ ceps: [Int]) {
     (resolvedStore() as? SQLiteCacheStore)?.noteUsed(ceps, now: now())
   }

@@ -143,16 +143,16 @@ extension Client {
   /// - A chunk that still fails after its retries gives `.failure(error)` to its own rows
   ///   only; the stream goes on, and those CEPs are asked again if they come back.
   /// - With a ``cache``, each iteration asks `/health` once, when its first chunk goes out,
-  ///   for the live DNE edition. A chunk's CEPs that the cache holds for that edition (an
-  ///   address, or "does not exist") are answered with no request; only the others go to
-  ///   `/csv` (none at all when every CEP is held), and their answers are stored, whole
-  ///   chunks to a transaction (a file cache writes up to 32 chunks in one, within a second,
-  ///   and everything before the stream ends or the cache is read again). When a chunk fails after its retries, a kept address of any
-  ///   edition answers its CEP instead of the error, marked by ``Address/staleEdition`` when
-  ///   it is not of the live edition; a kept "does not exist" is never served so (the row
-  ///   gets the error). With no edition known (`/health` failed and none was ever seen),
-  ///   nothing is read from or stored in the cache but those stand-ins. Without a cache, no
-  ///   `/health` request is made.
+  ///   for the live DNE edition. A chunk's CEPs that the cache holds for that edition (an address,
+  ///   or "does not exist") are answered with no request; only the others go to `/csv` (none at all
+  ///   when every CEP is held), and their answers are stored, whole chunks to a transaction (a file
+  ///   cache writes up to 32 chunks in one, within a second, and everything before the stream ends
+  ///   or the cache is read again). When a chunk fails after its retries, a kept address of any
+  ///   edition answers its CEP instead of the error, marked by ``Address/staleEdition`` when it is
+  ///   not of the live edition; a kept "does not exist" is never served so (the row gets the
+  ///   error). With no edition known (`/health` failed and none was ever seen), nothing is read
+  ///   from or stored in the cache but those stand-ins. Without a cache, no `/health` request is
+  ///   made.
   /// - The stream throws only when `rows` throws (after the answers of every row read before
   ///   it) or the task is cancelled. Leaving the loop early cancels the requests in flight
   ///   and reads no more rows.
@@ -173,9 +173,29 @@ extension Client {
     LookupStream(client: self, rows: rows, key: .text(cep), options: options)
   }
 
-  /// ``lookups(_:cep:options:)`` for rows whose CEP the caller holds as a number already
-  /// (`nil`: the row has none, and fails as an empty CEP does): no string per row to build
-  /// and parse again. The command line's `enrich`, whose reader parses each row's CEP.
+  /// ``lookups(_:cep:options:)->LookupStream<Rows>`` for rows held in a plain sequence — an array
+  /// of your own rows, a slice of one: the same stream, its rows read in order (an array's by
+  /// index, with no asynchronous call per row).
+  ///
+  /// ```swift
+  /// let customers: [Customer] = try loadCustomers()
+  /// for try await answer in client.lookups(customers, cep: { $0.cep }) { … }
+  /// ```
+  ///
+  /// The rules of ``lookups(_:cep:options:)->LookupStream<Rows>`` apply.
+  public func lookups<Rows: Sequence & Sendable>(
+    _ rows: Rows, cep: @escaping @Sendable (Rows.Element) -> String,
+    options: BulkOptions = BulkOptions()
+  ) -> LookupStream<AsyncRows<Rows>> where Rows.Element: Sendable {
+    var options = options
+    // An array (any sequence that knows its length) says how many rows the run reads.
+    options.expectedRows = max(options.expectedRows, rows.underestimatedCount)
+    return LookupStream(client: self, rows: AsyncRows(rows), key: .text(cep), options: options)
+  }
+
+  /// ``lookups(_:cep:options:)->LookupStream<Rows>`` for rows whose CEP the caller holds as a
+  /// number already (`nil`: the row has none, and fails as an empty CEP does): no string per row to
+  /// build and parse again. The command line's `enrich`, whose reader parses each row's CEP.
   package func lookups<Rows: AsyncSequence & Sendable>(
     _ rows: Rows, cepNumber: @escaping @Sendable (Rows.Element) -> Int?,
     options: BulkOptions = BulkOptions()
@@ -192,7 +212,7 @@ extension Client {
   /// }
   /// ```
   ///
-  /// The rules of ``lookups(_:cep:options:)`` apply.
+  /// The rules of ``lookups(_:cep:options:)->LookupStream<Rows>`` apply.
   public func lookups<CEPs: Sequence & Sendable>(
     _ ceps: CEPs, options: BulkOptions = BulkOptions()
   ) -> LookupStream<AsyncRows<CEPs>> where CEPs.Element == String {
@@ -208,7 +228,7 @@ extension Client {
   /// cursor), as a stream of answers in the same order; the row of each answer is the CEP
   /// string as given.
   ///
-  /// The rules of ``lookups(_:cep:options:)`` apply.
+  /// The rules of ``lookups(_:cep:options:)->LookupStream<Rows>`` apply.
   public func lookups<CEPs: AsyncSequence & Sendable>(
     _ ceps: CEPs, options: BulkOptions = BulkOptions()
   ) -> LookupStream<CEPs> where CEPs.Element == String {
@@ -216,8 +236,8 @@ extension Client {
   }
 }
 
-/// A `Sequence` read as an `AsyncSequence`: the rows of `lookups(_:options:)` given a plain
-/// sequence of CEP strings.
+/// A `Sequence` read as an `AsyncSequence`: the rows of `lookups(_:options:)` and
+/// `lookups(_:cep:options:)` given a plain sequence (of CEP strings, or of your own rows).
 ///
 /// The stream's engine reads an array's rows by index, with no asynchronous call per row;
 /// any other base sequence through its iterator, with an inlinable asynchronous call per row
@@ -255,7 +275,8 @@ where Base.Element: Sendable {
   }
 }
 
-/// The answers of ``Client/lookups(_:cep:options:)``, one per row, in the rows' order.
+/// The answers of ``Client/lookups(_:cep:options:)->LookupStream<Rows>``, one per row, in the rows'
+/// order.
 ///
 /// Iterate it once: each iteration reads `rows` afresh and sends its own requests.
 public struct LookupStream<Rows: AsyncSequence & Sendable>: AsyncSequence, Sendable

@@ -61,14 +61,16 @@ public struct Client: Sendable {
   /// The transport requests go through (see ``Transport``).
   public let transport: Transport
   /// The public services ``lookup(_:)`` asks, in order, when cep.is cannot answer (see
-  /// ``Fallback``); empty for none, the default. ``lookupMany(_:)`` never uses them.
+  /// ``Fallback``); empty for none, the default. The bulk lookups (``lookupMany(_:)``,
+  /// `lookups`) never use them.
   public let fallbacks: [Fallback]
   /// How long ``lookup(_:)`` waits for cep.is before asking the first fallback in parallel,
   /// in seconds; `nil` (the default) asks fallbacks only once cep.is has failed. Ignored
   /// without ``fallbacks``.
   public let hedgeAfter: TimeInterval?
-  /// The cache ``lookup(_:)``, ``lookups(_:cep:options:)`` and ``lookupMany(_:)`` answer
-  /// from and store into (see ``AddressCache``); `nil`, the default, for none.
+  /// The cache ``lookup(_:)``, ``lookups(_:cep:options:)->LookupStream<Rows>`` and
+  /// ``lookupMany(_:)`` answer from and store into (see ``AddressCache``); `nil`, the default, for
+  /// none.
   public let cache: AddressCache?
 
   let core: HTTPClientCore
@@ -95,7 +97,8 @@ public struct Client: Sendable {
   ///     retries, deadlines, cancellation, the body cap, redirects, errors — is the same on each.
   ///   - retryBudget: the client-wide retry budget (see ``RetryBudget``); `nil` disables it.
   ///   - fallbacks: public services asked, in order, when cep.is ends without an answer
-  ///     (see ``Fallback``); never after "not found", never by ``lookupMany(_:)``.
+  ///     (see ``Fallback``); never after "not found", never by the bulk lookups
+  ///     (``lookupMany(_:)``, `lookups`).
   ///   - hedgeAfter: seconds after which, cep.is not having answered yet, the first fallback
   ///     is asked in parallel and the first definitive answer wins; `nil` (or NaN) for no
   ///     hedging. Negative values count as 0.

@@ -105,10 +105,12 @@ struct LookupsEndToEndTests {
   }
 
   /// How a plain sequence of rows is given: an array (read by index) or another sequence
-  /// (read through its iterator).
+  /// (read through its iterator), each as it is or wrapped as an `AsyncSequence` by hand.
   enum PlainRows: String, CaseIterable, Sendable, CustomStringConvertible {
     case array
     case slice
+    case wrappedArray
+    case wrappedSlice
     var description: String { rawValue }
   }
 
@@ -121,8 +123,12 @@ struct LookupsEndToEndTests {
       let client = fastClient(server, transport)
       let answers =
         switch plain {
-        case .array: try await Self.collect(client.lookups(AsyncRows(rows), cep: { $0.cep }))
-        case .slice: try await Self.collect(client.lookups(AsyncRows(rows[...]), cep: { $0.cep }))
+        case .array: try await Self.collect(client.lookups(rows, cep: { $0.cep }))
+        case .slice: try await Self.collect(client.lookups(rows[...], cep: { $0.cep }))
+        case .wrappedArray:
+          try await Self.collect(client.lookups(AsyncRows(rows), cep: { $0.cep }))
+        case .wrappedSlice:
+          try await Self.collect(client.lookups(AsyncRows(rows[...]), cep: { $0.cep }))
         }
       Self.check(answers, rows, server)
       let sent = requests(server, on: .csv)
