@@ -203,6 +203,13 @@ public final class MockServer: Sendable {
   /// How many connections are open right now.
   public var openConnections: Int { core.state.withLock { $0.connections.count } }
 
+  /// The most requests on `route` the server was answering at once — each from its arrival to
+  /// the end of its answer's delivery, delays included — since the start or the last
+  /// ``reset()``: how many requests a client had in flight together.
+  public func peakConcurrentRequests(on route: MockRoute) -> Int {
+    core.state.withLock { $0.peakAnswering[route] ?? 0 }
+  }
+
   /// Clears scripts, modes, the log and the counters, restarts the chaos sequence and restores
   /// the configured degraded flag and edition.
   public func reset() {
@@ -294,6 +301,10 @@ struct ServerState {
   var faultCounts: [String: Int] = [:]
   var requestCount = 0
   var chaosIndex = 0
+  /// Requests of each route being answered now (from their logging to the end of their
+  /// answer's delivery), and the most at once since the start or the last reset.
+  var answering: [MockRoute: Int] = [:]
+  var peakAnswering: [MockRoute: Int] = [:]
   /// Diagnostics for leak tests: the kernel thread ids of the server's threads (Linux) and the
   /// identities of the descriptors it opened (the first 10 000 of each).
   var threadIDs: [Int32] = []
@@ -430,6 +441,7 @@ final class ServerCore: Sendable {
       state.faultCounts.removeAll()
       state.requestCount = 0
       state.chaosIndex = 0
+      state.peakAnswering = state.answering.filter { $0.value > 0 }
       state.degraded = configuration.degraded
       state.edition = configuration.edition
     }
@@ -695,6 +707,9 @@ final class ServerCore: Sendable {
         state.logDropped += dropped
       }
       guard let route else { return ([], state.degraded, logIndex) }
+      let answering = state.answering[route, default: 0] + 1
+      state.answering[route] = answering
+      state.peakAnswering[route] = max(state.peakAnswering[route] ?? 0, answering)
       // Modes, then chaos, then the scripted fault: the most explicit one is applied last.
       var faults = state.modes[route] ?? []
       if let chaos, !route.isFallbackProvider {
@@ -715,6 +730,7 @@ final class ServerCore: Sendable {
     if request.method == "HEAD" { response.headOnly = true }
     for fault in faults { apply(fault, to: &response, route: route) }
     let end = deliver(response, fd: fd, wake: wake)
+    if let route { state.withLock { $0.answering[route, default: 1] -= 1 } }
     if end == .clientGone {
       state.withLock { state in
         // A server shutting down closes connections itself: that is not the client leaving.

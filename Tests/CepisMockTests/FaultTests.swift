@@ -41,6 +41,34 @@ extension MockTests {
       }
     }
 
+    @Test func peakConcurrentRequestsCountsOverlappingAnswers() async throws {
+      try await withServer { server async throws in
+        server.setMode(.health, [.delayHeaders(0.5)])
+        #expect(server.peakConcurrentRequests(on: .health) == 0)
+        // Three at once on /health (each on a thread of its own: a blocking fetch would hold
+        // one of the cooperative pool's few threads), one on /csv (not delayed) meanwhile.
+        func onThread(_ path: String) async throws -> Int {
+          try await withCheckedThrowingContinuation { done in
+            Thread { done.resume(with: Result { try fetch(server, path).status }) }.start()
+          }
+        }
+        async let first = onThread("/health")
+        async let second = onThread("/health")
+        async let third = onThread("/health")
+        #expect(try fetch(server, "/csv?ceps=01001000").status == 200)
+        #expect(try await [first, second, third] == [200, 200, 200])
+        #expect(server.peakConcurrentRequests(on: .health) == 3)
+        #expect(server.peakConcurrentRequests(on: .csv) == 1)
+        // One after the other: the peak does not grow.
+        #expect(try fetch(server, "/health").status == 200)
+        #expect(server.peakConcurrentRequests(on: .health) == 3)
+        server.reset()
+        #expect(server.peakConcurrentRequests(on: .health) == 0)
+        #expect(try fetch(server, "/health").status == 200)
+        #expect(server.peakConcurrentRequests(on: .health) == 1)
+      }
+    }
+
     @Test func dribble() async throws {
       try await withServer { server async throws in
         server.script(.health, [.dribble(gap: 0.01)])

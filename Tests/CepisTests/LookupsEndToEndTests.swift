@@ -369,4 +369,55 @@ struct LookupsEndToEndTests {
     }
     withExtendedLifetime(client) {}
   }
+
+  /// The requests in flight together, seen by the server: the configured number, 4 by default
+  /// (and `lookupMany`'s 4), never more.
+  @Test(arguments: testedTransportKinds, [1, 3, nil] as [Int?])
+  func chunksInFlightAtOnce(transport: Transport.Kind, inFlight: Int?) async throws {
+    try await withMockServer { server in
+      // Every /csv answer waits 100 ms: requests sent together overlap at the server.
+      server.setMode(.csv, [.delayHeaders(0.1)])
+      // 12 full chunks of distinct CEPs that exist.
+      let rows = (0..<6_000).map {
+        Customer(id: $0, cep: String(10_000_000 + $0 / 9 * 10 + $0 % 9))
+      }
+      let client = fastClient(server, transport)
+      let options = inFlight.map { BulkOptions(chunksInFlight: $0) } ?? BulkOptions()
+      let answers = try await Self.collect(client.lookups(rows, cep: { $0.cep }, options: options))
+      Self.check(answers, rows, server)
+      #expect(answers.allSatisfy { (try? $0.result.get()) != nil })
+      #expect(requests(server, on: .csv).count == 12)
+      #expect(server.peakConcurrentRequests(on: .csv) == (inFlight ?? 4))
+      guard inFlight == nil else { return }
+      server.reset()
+      server.setMode(.csv, [.delayHeaders(0.1)])
+      let found = try await client.lookupMany(rows.map(\.cep))
+      #expect(found.count == rows.count && found.allSatisfy { $0 != nil })
+      #expect(server.peakConcurrentRequests(on: .csv) == Client.batchConcurrency)
+      #expect(Client.batchConcurrency == 4)
+    }
+  }
+
+  /// The default memo holds 100,000 answers: a CEP seen again after 99,999 other distinct CEPs
+  /// is not asked again.
+  @Test(arguments: testedTransportKinds)
+  func theDefaultMemoHoldsOneHundredThousandCEPs(transport: Transport.Kind) async throws {
+    try await withMockServer { server in
+      let first = "20040020"
+      var rows = [Customer(id: 0, cep: first)]
+      for index in 0..<99_999 {
+        rows.append(Customer(id: index + 1, cep: String(10_000_000 + index / 9 * 10 + index % 9)))
+      }
+      rows.append(Customer(id: 100_000, cep: first))
+      let answers = try await Self.collect(
+        fastClient(server, transport).lookups(rows, cep: { $0.cep }))
+      #expect(answers.count == rows.count)
+      #expect(try answers.last?.result.get() == expectedAddress(server, first, withGeo: false))
+      #expect(answers.allSatisfy { (try? $0.result.get()) != nil })
+      let sent = requests(server, on: .csv)
+      #expect(sent.count == 200)
+      #expect(sent.filter { $0.query?.contains(first) == true }.count == 1)
+    }
+  }
+
 }
