@@ -7,7 +7,8 @@ import Foundation
 // in order, in one copy). Anything but
 // well-formed UTF-8 CSV (a quote never closed, text after a closing quote, invalid UTF-8) is
 // left to the `CSVReader`-based decoder, which says exactly what is wrong; tests and the
-// fuzzer hold the two to the same answers.
+// fuzzer hold the two to the same answers. Both decoders are in this one file (some 430
+// lines), as they must be read side by side.
 
 extension Client {
   /// The rows of a `/csv` answer in `chunk`'s order (8-digit CEPs): an address, or `nil` for

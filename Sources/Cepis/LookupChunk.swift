@@ -1,0 +1,208 @@
+import CepisHTTP
+import CepisSupport
+
+// What a chunk of a `lookups` run carries between its task and its engine (`LookupAsks`):
+// the outcome a chunk posts, the preload's batches, the cache's side of a chunk
+// (`CachedChunk`), and the run's statistics.
+
+/// What one iteration of a ``LookupStream`` has spent so far (`package`: the command line's
+/// summary reports it).
+@usableFromInline
+package struct LookupStatistics: Sendable, Hashable {
+  /// Batch requests sent (one per chunk; a request's retries are not counted).
+  package var requests: Int
+  /// CEPs the memo forgot to make room.
+  package var memoEvictions: Int
+  /// CEPs the cache answered fresh (of the live edition), with no request.
+  package var cacheHits: Int
+  /// Answers read from the cache in one pass at the start of the run (see
+  /// `LookupAsks.preloadIfWorthIt()`); 0 when the run read the cache CEP by CEP.
+  package var preloaded: Int
+  /// CEPs looked up in the cache CEP by CEP (in probes), whether it held them or not.
+  package var probed: Int
+
+  /// Figures of an iteration (nothing spent by default).
+  package init(
+    requests: Int = 0, memoEvictions: Int = 0, cacheHits: Int = 0, preloaded: Int = 0,
+    probed: Int = 0
+  ) {
+    self.requests = requests
+    self.memoEvictions = memoEvictions
+    self.cacheHits = cacheHits
+    self.preloaded = preloaded
+    self.probed = probed
+  }
+}
+
+/// The answer for one ask of a chunk.
+enum ChunkAnswer: Sendable {
+  /// The address, fresh (from `/csv`, or the cache's of the live edition).
+  case found(Address)
+  /// The CEP does not exist.
+  case notFound
+  /// The chunk failed; a kept address of another edition (marked) stands in.
+  case stale(Address)
+  /// The chunk failed and nothing stands in.
+  case failed(CepisError)
+  /// A probe's: the cache does not hold the CEP for the live edition; a request must ask it.
+  case missed
+}
+
+/// What one chunk's request ended with.
+struct ChunkOutcome: Sendable {
+  var chunk: Int
+  var asks: [Int32]
+  /// One per ask, in the same order (empty when `fetched` holds them).
+  var answers: [ChunkAnswer]
+  /// A request's answers as the decoder gave them, one per ask (`nil`: the CEP does not
+  /// exist), when nothing else is to be said of them (no cache): landed without a
+  /// ``ChunkAnswer`` each.
+  var fetched: [Address?]? = nil
+  /// CEPs the cache answered fresh.
+  var cacheHits: Int
+  /// Whether this was a probe (a look-up in the cache, no request).
+  var probe = false
+  /// Not a chunk's: a batch of the preload's answers, or its end.
+  var preload: PreloadBatch?
+}
+
+extension ChunkOutcome {
+  /// The outcome that carries `batch` of the preload.
+  init(preload batch: PreloadBatch) {
+    self.init(chunk: -1, asks: [], answers: [], cacheHits: 0, preload: batch)
+  }
+}
+
+/// Answers of the preload's pass (see `LookupAsks.startPreloadIfWorthIt()`), in the file's
+/// order, or its end.
+struct PreloadBatch: Sendable {
+  var answers: [PreloadedAnswer]
+  /// How many answers the whole pass holds.
+  var total: Int
+  /// Whether the pass is over: no batch follows (and this one holds no answer).
+  var last = false
+}
+
+/// The cache's side of a run's chunks, run in each chunk's own task. A probe answers the
+/// CEPs the cache holds for the live edition (an address, or "does not exist") and leaves the
+/// rest as misses; a request asks `/csv` for misses only and stores its answers in one
+/// transaction. When a request fails after its retries, a kept address of any edition stands
+/// in for each of its CEPs (see `Client.standIn(for:liveEdition:)`); the rest fail. With no
+/// edition known (the edition check failed and none was ever seen), nothing is read or
+/// stored, but the stand-ins still apply.
+struct CachedChunk: Sendable {
+  let cache: AddressCache
+  let edition: Task<RunEdition, Never>
+
+  /// The cache's answers for `numbers` (`.missed` for the CEPs it does not hold fresh), and
+  /// how many it answered. With no entry of the live edition in the cache when the run
+  /// began (a fresh file, or a new edition), every CEP is a miss without a read.
+  func probe(_ numbers: [Int]) async -> (answers: [ChunkAnswer], hits: Int) {
+    let run = await edition.value
+    guard let live = run.live, run.holdsLive else {
+      return ([ChunkAnswer](repeating: .missed, count: numbers.count), 0)
+    }
+    let fresh = await cache.batchAnswers(for: numbers, edition: live)
+    var hits = 0
+    let answers = numbers.map { number -> ChunkAnswer in
+      guard let kept = fresh[number] else { return .missed }
+      hits += 1
+      return kept.map(ChunkAnswer.found) ?? .notFound
+    }
+    return (answers, hits)
+  }
+
+  /// The answers of a request for `numbers`, stored; or the kept addresses that stand in
+  /// when it fails.
+  func request(_ numbers: [Int], client: Client) async -> [ChunkAnswer] {
+    let live = await edition.value.live
+    switch await LookupAsks.fetch(numbers, client: client) {
+    case .success(let found):
+      if let live, !Task.isCancelled {
+        await cache.storeBehind(
+          zip(numbers, found).map { (cep: $0.0, address: $0.1) }, kind: .batch, edition: live)
+      }
+      return found.map { $0.map(ChunkAnswer.found) ?? .notFound }
+    case .failure(let error):
+      let kept = Task.isCancelled ? [:] : await cache.anyEntries(for: numbers)
+      return numbers.map { number -> ChunkAnswer in
+        guard let entry = kept[number],
+          var address = Client.standIn(for: entry, liveEdition: live)
+        else { return .failed(error) }
+        address.geo = nil
+        return .stale(address)
+      }
+    }
+  }
+}
+
+/// What a run learns of its cache once, with its first chunk: the live edition (`nil` when
+/// none is known), and whether the cache then held any entry of it. When it held none, the
+/// run's probes answer every CEP as a miss without reading: entries another process stores
+/// meanwhile are not looked for (they cost requests, never a wrong answer), and the run's own
+/// answers are in its memo.
+struct RunEdition: Sendable {
+  var live: String?
+  var holdsLive: Bool
+}
+
+/// Where chunk requests leave their outcomes for the engine: a locked list, and one waiter.
+/// A ``RowPump`` (rows came) and a linger timer wake the waiter through ``interrupt()``.
+@usableFromInline
+final class ChunkMailbox: Sendable {
+  private struct State: Sendable {
+    var outcomes: [ChunkOutcome] = []
+    var waiter: CheckedContinuation<Void, Never>?
+    var interrupted = false
+  }
+
+  private let state = LockedValue(State())
+
+  /// Leaves an outcome, waking the waiter.
+  func post(_ outcome: ChunkOutcome) {
+    let waiter = state.withLock { state in
+      state.outcomes.append(outcome)
+      defer { state.waiter = nil }
+      return state.waiter
+    }
+    waiter?.resume()
+  }
+
+  /// Whether no outcome waits to be taken.
+  var isEmpty: Bool { state.withLock { $0.outcomes.isEmpty } }
+
+  /// The outcomes left so far, removed.
+  func take() -> [ChunkOutcome] {
+    state.withLock { state in
+      defer { state.outcomes.removeAll() }
+      return state.outcomes
+    }
+  }
+
+  /// Returns once an outcome is waiting, or after ``interrupt()``.
+  func wait() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let now = state.withLock { state in
+        if !state.outcomes.isEmpty || state.interrupted {
+          state.interrupted = false
+          return true
+        }
+        state.waiter = continuation
+        return false
+      }
+      if now { continuation.resume() }
+    }
+  }
+
+  /// Wakes the waiter (or the next one to wait): the waiting task was cancelled, rows came,
+  /// or a linger is over.
+  @usableFromInline
+  func interrupt() {
+    let waiter = state.withLock { state in
+      defer { state.waiter = nil }
+      if state.waiter == nil { state.interrupted = true }
+      return state.waiter
+    }
+    waiter?.resume()
+  }
+}
