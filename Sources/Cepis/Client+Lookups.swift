@@ -187,10 +187,8 @@ extension Client {
     _ rows: Rows, cep: @escaping @Sendable (Rows.Element) -> String,
     options: BulkOptions = BulkOptions()
   ) -> LookupStream<AsyncRows<Rows>> where Rows.Element: Sendable {
-    var options = options
-    // An array (any sequence that knows its length) says how many rows the run reads.
-    options.expectedRows = max(options.expectedRows, rows.underestimatedCount)
-    return LookupStream(client: self, rows: AsyncRows(rows), key: .text(cep), options: options)
+    LookupStream(
+      client: self, rows: AsyncRows(rows), key: .text(cep), options: options.reading(rows))
   }
 
   /// ``lookups(_:cep:options:)->LookupStream<Rows>`` for rows whose CEP the caller holds as a
@@ -216,10 +214,8 @@ extension Client {
   public func lookups<CEPs: Sequence & Sendable>(
     _ ceps: CEPs, options: BulkOptions = BulkOptions()
   ) -> LookupStream<AsyncRows<CEPs>> where CEPs.Element == String {
-    var options = options
-    // An array (any sequence that knows its length) says how many rows the run reads.
-    options.expectedRows = max(options.expectedRows, ceps.underestimatedCount)
-    return LookupStream(client: self, rows: AsyncRows(ceps), key: .cepStrings, options: options)
+    LookupStream(
+      client: self, rows: AsyncRows(ceps), key: .cepStrings, options: options.reading(ceps))
   }
 }
 
@@ -324,5 +320,15 @@ where Rows.Element: Sendable {
       if let answer = engine.nextReady() { return answer }
       return try await engine.next(isolation: actor)
     }
+  }
+}
+
+extension BulkOptions {
+  /// These options for a run over the plain sequence `rows`: an array (any sequence that knows
+  /// its length) says how many rows the run reads.
+  fileprivate func reading(_ rows: some Sequence) -> BulkOptions {
+    var options = self
+    options.expectedRows = max(expectedRows, rows.underestimatedCount)
+    return options
   }
 }
