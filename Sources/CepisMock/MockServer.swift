@@ -203,8 +203,8 @@ public final class MockServer: Sendable {
   /// How many connections are open right now.
   public var openConnections: Int { core.state.withLock { $0.connections.count } }
 
-  /// The most requests on `route` the server was answering at once — each from its arrival to
-  /// the end of its answer's delivery, delays included — since the start or the last
+  /// The most requests on `route` the server was answering at once — each from its arrival
+  /// until its answer starts to be written, delays included — since the start or the last
   /// ``reset()``: how many requests a client had in flight together.
   public func peakConcurrentRequests(on route: MockRoute) -> Int {
     core.state.withLock { $0.peakAnswering[route] ?? 0 }
@@ -301,8 +301,8 @@ struct ServerState {
   var faultCounts: [String: Int] = [:]
   var requestCount = 0
   var chaosIndex = 0
-  /// Requests of each route being answered now (from their logging to the end of their
-  /// answer's delivery), and the most at once since the start or the last reset.
+  /// Requests of each route being answered now (from their logging until their answer starts
+  /// to be written, delays included), and the most at once since the start or the last reset.
   var answering: [MockRoute: Int] = [:]
   var peakAnswering: [MockRoute: Int] = [:]
   /// Diagnostics for leak tests: the kernel thread ids of the server's threads (Linux) and the
@@ -729,8 +729,17 @@ final class ServerCore: Sendable {
     if !request.keepAlive { response.close = true }
     if request.method == "HEAD" { response.headOnly = true }
     for fault in faults { apply(fault, to: &response, route: route) }
-    let end = deliver(response, fd: fd, wake: wake)
-    if let route { state.withLock { $0.answering[route, default: 1] -= 1 } }
+    // A request stops counting as answered once its answer starts to be written: a client
+    // cannot have sent another request on the strength of this answer before then, and the
+    // count is down by the time the client has read the answer.
+    var answering = route
+    let answered = {
+      guard let route = answering else { return }
+      self.state.withLock { $0.answering[route, default: 1] -= 1 }
+      answering = nil
+    }
+    let end = deliver(response, fd: fd, wake: wake, writing: answered)
+    answered()
     if end == .clientGone {
       state.withLock { state in
         // A server shutting down closes connections itself: that is not the client leaving.

@@ -450,8 +450,11 @@ extension ServerCore {
   }
 
   /// Sends the response, honouring its delivery faults. `.clientGone` when the client closed
-  /// the connection before the response was completely written.
-  func deliver(_ response: Response, fd: Int32, wake: Int32) -> ConnectionEnd {
+  /// the connection before the response was completely written. `writing` is called once its
+  /// delay, if any, is over, before its first byte is written.
+  func deliver(
+    _ response: Response, fd: Int32, wake: Int32, writing: () -> Void = {}
+  ) -> ConnectionEnd {
     /// A wait in the middle of the answer; `nil` to go on.
     func wait(_ seconds: TimeInterval) -> ConnectionEnd? {
       switch pause(seconds, wake: wake, watching: fd) {
@@ -461,6 +464,7 @@ extension ServerCore {
       }
     }
     if response.delay > 0, let end = wait(response.delay) { return end }
+    writing()
     if response.resetBeforeHeaders { return .reset }
     let keep: ConnectionEnd = response.close ? .close : .keepAlive
     if case .endlessChunked(let prefix, let fill) = response.body {
