@@ -134,7 +134,7 @@ func readLines(_ path: String) -> [String] {
 /// The resident set size now, in MiB (Linux: /proc/self/statm; 0 elsewhere).
 func currentRSSMiB() -> Double {
   guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
-    let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+    let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Double(String($0)) })
   else { return 0 }
   return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
 }
@@ -202,7 +202,7 @@ func forEachFourInFlight<Result: Sendable>(
 func markForProfiler() async {
   guard ProcessInfo.processInfo.environment["CEPIS_BENCH_MARK"] != nil else { return }
   FileHandle.standardError.write(Data("measuring\n".utf8))
-  try? await Task.sleep(for: .seconds(1))
+  try? await Task.sleep(nanoseconds: 1_000_000_000)
 }
 
 /// `fetch` over every URL, 4 in flight, then the bulk ceiling's figures (wall, CPU per CEP).

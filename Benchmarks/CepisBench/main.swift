@@ -305,6 +305,9 @@ case "urlsession-single":
   let configuration = URLSessionConfiguration.ephemeral
   configuration.httpMaximumConnectionsPerHost = max(6, concurrency)
   let session = URLSession(configuration: configuration)
+  guard #available(macOS 12, iOS 15, tvOS 15, watchOS 8, *) else {
+    fail("URLSession's async data(from:) needs macOS 12")
+  }
   await reportRequestLoop(concurrency: concurrency, seconds: seconds) {
     _ = try await session.data(from: url)
   }
@@ -316,6 +319,9 @@ case "urlsession-bulk":
   let inputs = bulkWorkload(count: args.int("ceps", 1_000_000))
   let urls = batchURLs(base: base.absoluteString, inputs: inputs)
   let session = URLSession(configuration: .ephemeral)
+  guard #available(macOS 12, iOS 15, tvOS 15, watchOS 8, *) else {
+    fail("URLSession's async data(from:) needs macOS 12")
+  }
   await reportBulkFetch(urls: urls, ceps: inputs.count) { url in
     guard let url = URL(string: url) else { return 0 }
     return (try? await session.data(from: url))?.0.count ?? 0

@@ -91,7 +91,7 @@ extension Client {
   static func batchPath(_ numbers: [Int]) -> String {
     let prefix = "/csv?ceps="
     let capacity = prefix.utf8.count + 9 * numbers.count
-    return String(unsafeUninitializedCapacity: capacity) { buffer in
+    return asciiString(capacity: capacity) { buffer in
       var at = 0
       for byte in prefix.utf8 {
         buffer[at] = byte

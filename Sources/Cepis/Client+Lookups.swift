@@ -103,6 +103,10 @@ public struct BulkOptions: Sendable, Hashable {
   /// no more answers of the live edition than this (and than ``memoCapacity``), the run reads
   /// them all at its start in one pass, instead of CEP by CEP as rows come.
   package var expectedRows = 0
+  /// Reads an inline input with `next()`, as on the systems before `next(isolation:)`
+  /// (macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2), where that is the only way: tests run
+  /// that path on every system.
+  var readsWithPlainNext = false
 
   /// Options with the defaults above; values below 1 (0 for `memoCapacity` and `linger`) are
   /// raised.

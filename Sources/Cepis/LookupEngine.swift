@@ -48,6 +48,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
 
   @usableFromInline let key: CEPKey<Row>
   @usableFromInline let readAhead: Int
+  @usableFromInline let readsWithPlainNext: Bool
   // Unchecked exclusivity, as for the rows held below: `input` is accessed across the await
   // of every row's `next`, which otherwise costs a dynamic access record per row.
   // `nil` when a pump reads the rows.
@@ -105,6 +106,7 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
     }
     self.key = key
     self.readAhead = options.readAhead
+    self.readsWithPlainNext = options.readsWithPlainNext
     self.linger = options.linger
     self.lastRowsAt = monotonicSeconds()
     let asks = LookupAsks(
@@ -164,7 +166,19 @@ final class LookupEngine<Rows: AsyncSequence & Sendable> where Rows.Element: Sen
           pumpedHead += 1
         } else if input != nil {
           do {
-            row = try await input!.next(isolation: actor)
+            // `next(isolation:)` is a requirement only from the 2024 systems on; before them an
+            // iterator has `next()` alone, which runs off the caller's actor, as a `for try await`
+            // loop's does there. The iterator is moved out for the call and back after it: the
+            // engine has one owner, which awaits the call, so nothing else touches it meanwhile.
+            if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *),
+              !readsWithPlainNext
+            {
+              row = try await input!.next(isolation: actor)
+            } else {
+              nonisolated(unsafe) var iterator = input.take()!
+              defer { input = iterator }
+              row = try await iterator.next()
+            }
           } catch {
             inputDone = true
             inputError = error

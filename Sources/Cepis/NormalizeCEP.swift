@@ -128,10 +128,26 @@ package func cepNumber(ofField text: String) -> Int? {
 
 /// The 8-digit string of a CEP number (`1001000` → `"01001000"`).
 package func cepString(_ number: Int) -> String {
-  String(unsafeUninitializedCapacity: 8) { buffer in
+  asciiString(capacity: 8) { buffer in
     writeCEPDigits(number, to: buffer, at: 0)
     return 8
   }
+}
+
+/// A string of at most `capacity` ASCII bytes that `initialize` writes and counts, written
+/// straight into the string's own storage where the system has
+/// `String(unsafeUninitializedCapacity:initializingUTF8With:)` (macOS 11, iOS 14, tvOS 14,
+/// watchOS 7), through one temporary array before.
+@inline(__always)
+func asciiString(
+  capacity: Int, _ initialize: (UnsafeMutableBufferPointer<UInt8>) -> Int
+) -> String {
+  if #available(macOS 11, iOS 14, tvOS 14, watchOS 7, *) {
+    return String(unsafeUninitializedCapacity: capacity, initializingUTF8With: initialize)
+  }
+  var bytes = [UInt8](repeating: 0, count: capacity)
+  let count = bytes.withUnsafeMutableBufferPointer { initialize($0) }
+  return String(decoding: bytes[..<count], as: UTF8.self)
 }
 
 /// Writes the 8 digits of a CEP number (0...99,999,999) into `buffer` at `offset`

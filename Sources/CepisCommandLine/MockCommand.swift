@@ -54,7 +54,7 @@ enum MockCommand {
   /// `SEED:RATE`, as in `7:0.3`.
   static func parseChaos(_ text: String, path: [String]) throws(UsageError) -> MockChaos {
     let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-    guard parts.count == 2, let seed = UInt64(parts[0]), let rate = Double(parts[1]),
+    guard parts.count == 2, let seed = UInt64(parts[0]), let rate = Double(String(parts[1])),
       rate >= 0, rate <= 1
     else {
       throw UsageError(

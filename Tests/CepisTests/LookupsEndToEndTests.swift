@@ -100,17 +100,26 @@ struct LookupsEndToEndTests {
     requests(server, on: .csv).map { $0.query?.split(separator: ",").count ?? 0 }
   }
 
+  /// Default options, but an inline input is read with `next()`.
+  static var readingWithPlainNext: BulkOptions {
+    var options = BulkOptions()
+    options.readsWithPlainNext = true
+    return options
+  }
+
   static func distinctValid(_ rows: [Customer]) -> Set<String> {
     Set(rows.compactMap { try? normalizeCEP($0.cep) })
   }
 
   /// How a plain sequence of rows is given: an array (read by index) or another sequence
-  /// (read through its iterator), each as it is or wrapped as an `AsyncSequence` by hand.
+  /// (read through its iterator), each as it is or wrapped as an `AsyncSequence` by hand; and
+  /// a slice read with `next()`, as on the systems before `next(isolation:)`.
   enum PlainRows: String, CaseIterable, Sendable, CustomStringConvertible {
     case array
     case slice
     case wrappedArray
     case wrappedSlice
+    case sliceReadWithPlainNext
     var description: String { rawValue }
   }
 
@@ -129,6 +138,9 @@ struct LookupsEndToEndTests {
           try await Self.collect(client.lookups(AsyncRows(rows), cep: { $0.cep }))
         case .wrappedSlice:
           try await Self.collect(client.lookups(AsyncRows(rows[...]), cep: { $0.cep }))
+        case .sliceReadWithPlainNext:
+          try await Self.collect(
+            client.lookups(rows[...], cep: { $0.cep }, options: Self.readingWithPlainNext))
         }
       Self.check(answers, rows, server)
       let sent = requests(server, on: .csv)
