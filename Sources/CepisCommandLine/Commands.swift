@@ -68,10 +68,19 @@ enum Commands {
       edition changes; --no-cache asks the network for everything.
       Ctrl-C writes the rows already answered, leaving a valid CSV; --resume continues it
       (with an empty memo: CEPs answered before the interruption are asked again).
+      Files from Excel: the delimiter (',', ';' or tab) is the one the header line uses
+      most; the encoding is UTF-8 (BOM or not) or, when the file is not valid UTF-8,
+      Windows-1252 (one notice), and the output is written in it, the appended columns
+      with the same delimiter. The CEP column is found without regard to case, accents
+      or spaces. A CEP of exactly 7 digits is read with the leading 0 a spreadsheet
+      dropped, its status 'ok_padded' or 'not_found_padded'; --strict-cep turns it off.
+      A found address Windows-1252 cannot hold is left out, status 'unencodable'.
       """,
     options: [
       .value("output", short: "o", "FILE", "where to write (default: stdout)"),
-      .value("column", "NAME", "the column holding the CEP (default: 'cep')"),
+      .value(
+        "column", "NAME",
+        "the column holding the CEP (default: 'cep', any case, accents or spaces)"),
       .flag("resume", "continue an interrupted run: keep OUTPUT's complete rows, do the rest"),
       .flag("fail-fast", "stop with exit 3 at the first chunk that still fails after retries"),
       .flag("progress", "show progress on stderr even when it is not a terminal"),
@@ -83,7 +92,7 @@ enum Commands {
       .value(
         "format", "FORMAT",
         "the summary: text (stderr) or json (stdout with -o FILE, else stderr)"),
-    ] + CacheOptions.specs,
+    ] + DialectOptions.specs + [DialectOptions.outputSpec] + CacheOptions.specs,
     positionals: [PositionalSpec(name: "INPUT", help: "a CSV file with a header row, or '-'")])
 
   static let health = CommandSpec(
