@@ -49,8 +49,17 @@ enum Commands {
       + "'invalid' result). Reads stdin when FILE is '-' or absent. From a pipe or a\n"
       + "terminal, the lines read are answered while the input pauses, and output is\n"
       + "flushed within 0.1 s of an answer. Answers are kept in the address cache (see\n"
-      + "'cepis cache'): a CEP is asked again only when the DNE edition changes.",
-    options: [formatOption] + CacheOptions.specs,
+      + "'cepis cache'): a CEP is asked again only when the DNE edition changes.\n"
+      + "A CSV file works too: when its first line is a header with a CEP column (any\n"
+      + "case, accents or spaces; --column names another), the CEPs are that column's,\n"
+      + "the delimiter (',', ';' or tab) and encoding (UTF-8, else Windows-1252) detected.\n"
+      + "A CEP of exactly 7 digits is read with the leading 0 a spreadsheet dropped, its\n"
+      + "status 'ok_padded' or 'not_found_padded'; --strict-cep turns it off. Output is\n"
+      + "UTF-8 in every format.",
+    options: [
+      formatOption,
+      .value("column", "NAME", "read a CSV file's CEPs from this column (default: 'cep')"),
+    ] + DialectOptions.specs + CacheOptions.specs,
     positionals: [PositionalSpec(name: "FILE", help: "CEPs, one per line", optional: true)])
 
   static let enrich = CommandSpec(
