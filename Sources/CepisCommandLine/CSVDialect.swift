@@ -158,6 +158,25 @@ enum DialectDetection {
     String(decoding: bytes, as: UTF8.self).utf8.elementsEqual(bytes)
   }
 
+  /// The index of the first byte of `buffer[..<count]` at or above 0x80, looked for eight
+  /// bytes at a time: an all-ASCII file is scanned whole before its first row is read.
+  private static func firstNonASCII(_ buffer: [UInt8], count: Int) -> Int? {
+    buffer.withUnsafeBytes { raw in
+      var index = 0
+      while index + 8 <= count {
+        if raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 {
+          break
+        }
+        index += 8
+      }
+      while index < count {
+        if raw[index] >= 0x80 { return index }
+        index += 1
+      }
+      return nil
+    }
+  }
+
   /// ``encoding(ofSample:complete:)`` of a regular file read with `pread` (its offset is left
   /// alone): the file is scanned for its first non-ASCII byte, and the 64 KiB from there are
   /// the sample. `nil` when the file is all ASCII or cannot be read.
@@ -168,7 +187,7 @@ enum DialectDetection {
     while offset < size {
       let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, block, off_t(offset)) }
       guard count > 0 else { return nil }
-      if let first = buffer[..<count].firstIndex(where: { $0 >= 0x80 }) {
+      if let first = firstNonASCII(buffer, count: count) {
         let start = offset + first
         let sampleCount = buffer.withUnsafeMutableBytes {
           pread(fd, $0.baseAddress, block, off_t(start))

@@ -320,6 +320,21 @@ struct ExcelFileTests {
     #expect(DialectDetection.encoding(ofSample: sample[...], complete: true) == expected)
   }
 
+  /// A file's first non-ASCII byte decides, however far in it is (here past the first read).
+  @Test(arguments: [
+    (Array("S\u{E3}o".utf8), CSVEncoding?.some(.utf8)), ([0xE3], .windows1252), ([], nil),
+  ])
+  func encodingOfAFile(_ tail: [UInt8], _ expected: CSVEncoding?) throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let url = directory.appendingPathComponent("f.csv")
+    let bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 70_001) + tail + Array(";x\n".utf8)
+    try Data(bytes).write(to: url)
+    let file = try InputFile(path: url.path)
+    defer { file.close() }
+    #expect(DialectDetection.encoding(ofFile: file.fd, size: bytes.count) == expected)
+  }
+
   @Test func aUTF8CharacterCutAtTheEndOfASampleIsStillUTF8() {
     let sample = Array("Jo\u{E3}o S".utf8) + [0xC3]
     #expect(DialectDetection.encoding(ofSample: sample[...], complete: false) == .utf8)
