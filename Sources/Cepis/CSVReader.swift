@@ -1,3 +1,5 @@
+import CepisSupport
+
 /// An error in CSV input, with the 1-based line where the bad record starts.
 package struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
   /// What is wrong.
@@ -8,6 +10,9 @@ package struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
     case characterAfterClosingQuote
     /// A field is not valid UTF-8.
     case invalidUTF8
+    /// A field of a Windows-1252 input holds one of the five bytes that are no character
+    /// there (0x81, 0x8D, 0x8F, 0x90, 0x9D): the file is in neither encoding.
+    case undefinedInWindows1252(byte: UInt8)
     /// A record is longer than the reader's `maxRecordBytes`.
     case recordTooLong(limit: Int)
   }
@@ -30,9 +35,20 @@ package struct CSVError: Error, Sendable, Equatable, CustomStringConvertible {
     case .characterAfterClosingQuote:
       return "CSV line \(line): unexpected character after a closing quote"
     case .invalidUTF8: return "CSV line \(line): field is not valid UTF-8"
+    case .undefinedInWindows1252(let byte):
+      let hex = String(byte, radix: 16, uppercase: true)
+      return "CSV line \(line): byte 0x\(hex) is a character neither in UTF-8 nor in Windows-1252"
     case .recordTooLong(let limit): return "CSV line \(line): record longer than \(limit) bytes"
     }
   }
+}
+
+/// The text encoding of a CSV input.
+package enum CSVEncoding: Sendable, Equatable {
+  /// UTF-8, with or without a byte order mark.
+  case utf8
+  /// Windows-1252 (read for Latin-1 too): one byte per character.
+  case windows1252
 }
 
 /// One CSV record: its fields, decoded, and — when asked for — its exact bytes.
@@ -91,6 +107,9 @@ package struct CSVReader: Sendable {
   /// are refused the same) but given as `""`. For tools that copy each record's raw bytes and
   /// read one column — `cepis enrich` — so that a wide file costs no string per cell.
   package var onlyField: Int?
+  /// How fields are decoded: UTF-8 (the default) or Windows-1252. Separators, quotes and line
+  /// ends are the same bytes in both, so only a field's non-ASCII bytes are read differently.
+  package let encoding: CSVEncoding
 
   private var buffer: [UInt8] = []
   private var position = 0
@@ -107,11 +126,13 @@ package struct CSVReader: Sendable {
   ///   - keepRawBytes: keep each record's exact bytes, for tools that must copy input
   ///     through unchanged.
   ///   - maxRecordBytes: the longest record accepted (16 MiB by default).
+  ///   - encoding: how fields are decoded, UTF-8 by default.
   package init(
     separator: UInt8 = UInt8(ascii: ","), keepRawBytes: Bool = false,
-    maxRecordBytes: Int = 16 << 20
+    maxRecordBytes: Int = 16 << 20, encoding: CSVEncoding = .utf8
   ) {
     self.separator = separator
+    self.encoding = encoding
     self.keepRawBytes = keepRawBytes
     self.maxRecordBytes = maxRecordBytes
   }
@@ -177,12 +198,13 @@ package struct CSVReader: Sendable {
     let atEnd = self.atEnd
     let capacity = lastFieldCount
     let only = onlyField
+    let windows1252 = encoding == .windows1252
     let outcome: Scanned?
     do {
       outcome = try buffer.withUnsafeBufferPointer { bytes in
         try Self.scan(
           bytes, from: start, separator: separator, atEnd: atEnd, scratch: &scratch,
-          fieldCapacity: capacity, only: only)
+          fieldCapacity: capacity, only: only, windows1252: windows1252)
       }
     } catch let failure as ScanFailure {
       throw CSVError(reason: failure.reason, line: line)
@@ -224,11 +246,18 @@ package struct CSVReader: Sendable {
   // field is pure ASCII so that decoding needs no second look at it.
   private static func scan(
     _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, separator: UInt8, atEnd: Bool,
-    scratch: inout [UInt8], fieldCapacity: Int, only: Int?
+    scratch: inout [UInt8], fieldCapacity: Int, only: Int?, windows1252: Bool
   ) throws -> Scanned? {
     // A field `only` leaves out is checked, not decoded.
     func field(_ bytes: UnsafeBufferPointer<UInt8>, isASCII: Bool, at column: Int) throws -> String
     {
+      if !isASCII && windows1252 {
+        if let byte = Windows1252.firstUndefined(in: bytes) {
+          throw ScanFailure(reason: .undefinedInWindows1252(byte: byte))
+        }
+        guard let only, column != only else { return Windows1252.decode(bytes) ?? "" }
+        return ""
+      }
       guard let only, column != only else { return try decode(bytes, isASCII: isASCII) }
       guard isASCII || isValidUTF8(bytes) else { throw ScanFailure(reason: .invalidUTF8) }
       return ""

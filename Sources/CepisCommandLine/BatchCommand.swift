@@ -18,6 +18,7 @@ enum BatchCommand {
 
   static func run(_ context: Context) async throws -> ToolStatus {
     let format = try context.format()
+    let dialect = try DialectOptions(context)
     let client = try context.client(cached: true)
     let path = context.parsed.positionals.first ?? "-"
     let input: InputFile
@@ -35,8 +36,9 @@ enum BatchCommand {
     var written = 0
     let flusher = PeriodicFlush(console, every: Self.flushInterval)
     defer { flusher.stop() }
-    func write(_ answer: LookupAnswer<String>) {
-      let result = CEPResult(input: answer.row, answer: answer.result)
+    func write(_ answer: LookupAnswer<BatchRow>) {
+      var result = CEPResult(input: answer.row.input, answer: answer.result)
+      if answer.row.padded { result.markPadded(cep: answer.row.cep) }
       worst = max(worst, ToolStatus.of([result.status]))
       console.noteFailure(in: result.status)
       writer.write(
@@ -45,18 +47,57 @@ enum BatchCommand {
       written += 1
       if written % Self.flushEvery == 0 { console.flush() }
     }
-    if input.size == nil {
-      for try await answer in client.lookups(StreamedLines(input: input)) { write(answer) }
-    } else {
-      var options = BulkOptions()
-      options.expectedRows = input.estimatedLines()
-      let lines = PulledRows(LineReader(input: input).next)
-      for try await answer in client.lookups(lines, options: options) {
-        write(answer)
+    do {
+      if input.size == nil {
+        let reader = StreamedLines.BlockReader(input: input)
+        let first = try await Self.firstLine { try await reader.read() }
+        let rows = try splitter(first, dialect: dialect, context: context, input: input)
+        let stream = client.lookups(StreamedLines(reader: reader, rows: rows), cep: \.cep)
+        for try await answer in stream { write(answer) }
+      } else {
+        let first = try await Self.firstLine { try input.read() }
+        let rows = try splitter(first, dialect: dialect, context: context, input: input)
+        var options = BulkOptions()
+        options.expectedRows = input.estimatedLines()
+        let lines = PulledRows(LineReader(input: input, rows: rows).next)
+        for try await answer in client.lookups(lines, cep: \.cep, options: options) {
+          write(answer)
+        }
       }
+    } catch let error as CSVError {
+      writer.end()
+      console.error("\(path): \(error); the rows before it were written")
+      return .failure
     }
     writer.end()
     return worst
+  }
+
+  /// Reads the input up to the end of its first line (outside quotes), or all of it when it
+  /// has none; `ended` when the input ended meanwhile.
+  static func firstLine(
+    _ read: () async throws -> [UInt8]
+  ) async throws -> (bytes: [UInt8], ended: Bool) {
+    var bytes: [UInt8] = []
+    while bytes.count <= DialectDetection.headerLimit {
+      let body = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
+      if !body.isEmpty, DialectDetection.headerLineEnd(body) != nil { break }
+      let chunk = try await read()
+      if chunk.isEmpty { return (bytes, true) }
+      bytes += chunk
+    }
+    return (bytes, false)
+  }
+
+  static func splitter(
+    _ first: (bytes: [UInt8], ended: Bool), dialect: DialectOptions, context: Context,
+    input: InputFile
+  ) throws(UsageError) -> BatchSplitter {
+    try BatchSplitter(
+      prefix: first.bytes, ended: first.ended, options: dialect,
+      column: context.parsed.value("column"),
+      fileEncoding: input.size.flatMap { DialectDetection.encoding(ofFile: input.fd, size: $0) },
+      file: input.path, path: context.path)
   }
 }
 
@@ -89,20 +130,21 @@ final class PeriodicFlush: Sendable {
 ///
 /// `@unchecked Sendable`: its iterator is made and advanced by the stream's one reader task.
 struct StreamedLines: AsyncSequence, @unchecked Sendable {
-  let input: InputFile
+  let reader: BlockReader
+  let rows: BatchSplitter
 
-  func makeAsyncIterator() -> Iterator { Iterator(reader: BlockReader(input: input)) }
+  func makeAsyncIterator() -> Iterator { Iterator(reader: reader, rows: rows) }
 
   struct Iterator: AsyncIteratorProtocol {
     let reader: BlockReader
-    var lines = LineSplitter()
+    var rows: BatchSplitter
 
-    /// The next line without its line end; `nil` at the end of the input.
-    mutating func next() async throws -> String? {
+    /// The next row; `nil` at the end of the input.
+    mutating func next() async throws -> BatchRow? {
       while true {
-        if let line = lines.next() { return line }
-        if lines.atEnd { return nil }
-        lines.feed(try await reader.read())
+        if let row = try rows.next() { return row }
+        if rows.atEnd { return nil }
+        rows.feed(try await reader.read())
       }
     }
   }
@@ -125,24 +167,25 @@ struct StreamedLines: AsyncSequence, @unchecked Sendable {
   }
 }
 
-/// The lines of a `batch` input, read as the `lookups` stream asks for them.
+/// The rows of a `batch` input, read as the `lookups` stream asks for them.
 ///
 /// `@unchecked Sendable`: the stream needs a `Sendable` sequence; this reader is its state,
 /// read only by the stream's one iterator, one call at a time.
 final class LineReader: @unchecked Sendable {
   private let input: InputFile
-  private var lines = LineSplitter()
+  private var rows: BatchSplitter
 
-  init(input: InputFile) {
+  init(input: InputFile, rows: BatchSplitter) {
     self.input = input
+    self.rows = rows
   }
 
-  /// The next line, without its line end; `nil` at the end of the input.
-  func next() throws -> String? {
+  /// The next row; `nil` at the end of the input.
+  func next() throws -> BatchRow? {
     while true {
-      if let line = lines.next() { return line }
-      if lines.atEnd { return nil }
-      lines.feed(try input.read())
+      if let row = try rows.next() { return row }
+      if rows.atEnd { return nil }
+      rows.feed(try input.read())
     }
   }
 }
@@ -175,18 +218,23 @@ struct LineSplitter {
 
   /// The next complete line without its terminator, or `nil` when more input is needed.
   mutating func next() -> String? {
+    nextBytes().map { String(decoding: $0, as: UTF8.self) }
+  }
+
+  /// ``next()`` as the line's bytes.
+  mutating func nextBytes() -> ArraySlice<UInt8>? {
     guard position < buffer.count else { return nil }
     if let newline = buffer[position...].firstIndex(of: 10) {
       var end = newline
       if end > position && buffer[end - 1] == 13 { end -= 1 }
-      let line = String(decoding: buffer[position..<end], as: UTF8.self)
+      let line = buffer[position..<end]
       position = newline + 1
       return line
     }
     guard atEnd else { return nil }
     var end = buffer.count
     if end > position && buffer[end - 1] == 13 { end -= 1 }
-    let line = String(decoding: buffer[position..<end], as: UTF8.self)
+    let line = buffer[position..<end]
     position = buffer.count
     return line
   }

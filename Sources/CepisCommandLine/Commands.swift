@@ -49,8 +49,17 @@ enum Commands {
       + "'invalid' result). Reads stdin when FILE is '-' or absent. From a pipe or a\n"
       + "terminal, the lines read are answered while the input pauses, and output is\n"
       + "flushed within 0.1 s of an answer. Answers are kept in the address cache (see\n"
-      + "'cepis cache'): a CEP is asked again only when the DNE edition changes.",
-    options: [formatOption] + CacheOptions.specs,
+      + "'cepis cache'): a CEP is asked again only when the DNE edition changes.\n"
+      + "A CSV file works too: when its first line is a header with a CEP column (any\n"
+      + "case, accents or spaces; --column names another), the CEPs are that column's,\n"
+      + "the delimiter (',', ';' or tab) and encoding (UTF-8, else Windows-1252) detected.\n"
+      + "A CEP of exactly 7 digits is read with the leading 0 a spreadsheet dropped, its\n"
+      + "status 'ok_padded' or 'not_found_padded'; --strict-cep turns it off. Output is\n"
+      + "UTF-8 in every format.",
+    options: [
+      formatOption,
+      .value("column", "NAME", "read a CSV file's CEPs from this column (default: 'cep')"),
+    ] + DialectOptions.specs + CacheOptions.specs,
     positionals: [PositionalSpec(name: "FILE", help: "CEPs, one per line", optional: true)])
 
   static let enrich = CommandSpec(
@@ -68,10 +77,19 @@ enum Commands {
       edition changes; --no-cache asks the network for everything.
       Ctrl-C writes the rows already answered, leaving a valid CSV; --resume continues it
       (with an empty memo: CEPs answered before the interruption are asked again).
+      Files from Excel: the delimiter (',', ';' or tab) is the one the header line uses
+      most; the encoding is UTF-8 (BOM or not) or, when the file is not valid UTF-8,
+      Windows-1252 (one notice), and the output is written in it, the appended columns
+      with the same delimiter. The CEP column is found without regard to case, accents
+      or spaces. A CEP of exactly 7 digits is read with the leading 0 a spreadsheet
+      dropped, its status 'ok_padded' or 'not_found_padded'; --strict-cep turns it off.
+      A found address Windows-1252 cannot hold is left out, status 'unencodable'.
       """,
     options: [
       .value("output", short: "o", "FILE", "where to write (default: stdout)"),
-      .value("column", "NAME", "the column holding the CEP (default: 'cep')"),
+      .value(
+        "column", "NAME",
+        "the column holding the CEP (default: 'cep', any case, accents or spaces)"),
       .flag("resume", "continue an interrupted run: keep OUTPUT's complete rows, do the rest"),
       .flag("fail-fast", "stop with exit 3 at the first chunk that still fails after retries"),
       .flag("progress", "show progress on stderr even when it is not a terminal"),
@@ -83,7 +101,7 @@ enum Commands {
       .value(
         "format", "FORMAT",
         "the summary: text (stderr) or json (stdout with -o FILE, else stderr)"),
-    ] + CacheOptions.specs,
+    ] + DialectOptions.specs + [DialectOptions.outputSpec] + CacheOptions.specs,
     positionals: [PositionalSpec(name: "INPUT", help: "a CSV file with a header row, or '-'")])
 
   static let health = CommandSpec(

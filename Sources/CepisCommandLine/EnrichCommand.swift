@@ -62,7 +62,7 @@ enum EnrichCommand {
       outputPath: outputPath, resume: resume, window: window, memo: memo,
       column: context.parsed.value("column"), failFast: context.parsed.flag("fail-fast"),
       quiet: context.parsed.flag("quiet"), progress: context.parsed.flag("progress"),
-      jsonSummary: format == .json)
+      jsonSummary: format == .json, dialect: try DialectOptions(context))
     let job = EnrichJob(context: context, client: client, input: input, options: options)
     return try await job.run()
   }
@@ -77,13 +77,15 @@ enum EnrichCommand {
   /// Counts the complete records of an earlier run's output: how many, and the byte offset
   /// just after the last one. A trailing partial record (no line end, a quote left open, a
   /// line end cut between CR and LF) does not count.
-  static func completeRecords(in path: String) throws -> (
+  static func completeRecords(
+    in path: String, delimiter: UInt8 = UInt8(ascii: ","), encoding: CSVEncoding = .utf8
+  ) throws -> (
     count: Int, offset: Int, header: CSVRecord?
   ) {
     let file = try InputFile(path: path)
     defer { file.close() }
     let size = file.size ?? Int.max
-    var reader = CSVReader(keepRawBytes: true)
+    var reader = CSVReader(separator: delimiter, keepRawBytes: true, encoding: encoding)
     var count = 0
     var offset = 0
     var header: CSVRecord?

@@ -31,6 +31,7 @@ final class EnrichJob: @unchecked Sendable {
     var quiet: Bool
     var progress: Bool
     var jsonSummary: Bool
+    var dialect = DialectOptions()
   }
 
   private let context: Context
@@ -49,6 +50,11 @@ final class EnrichJob: @unchecked Sendable {
   private var invalid = 0
   private var errors = 0
   private var blank = 0
+  private var padded = 0
+  private var unencodable = 0
+  private var dialect = CSVDialect(
+    delimiter: UInt8(ascii: ","), encoding: .utf8, outputEncoding: .utf8)
+  private var appended = EnrichAnswer(delimiter: UInt8(ascii: ","), encoding: .utf8)
   private var statistics = LookupStatistics()
   private var skipped = 0
   private var inputError: String?
@@ -74,6 +80,7 @@ final class EnrichJob: @unchecked Sendable {
     let started = Date()
     let header: CSVRecord
     do {
+      dialect = try reader.prepare(options.dialect)
       guard let first = try reader.nextRecord() else {
         console.error("'\(input.path)' is empty: a header row is needed")
         return .failure
@@ -83,13 +90,23 @@ final class EnrichJob: @unchecked Sendable {
       console.error(inputMessage(error))
       return .failure
     }
-    reader.column = try findColumn(in: header.fields)
-    var headerBytes: [UInt8] = reader.sawByteOrderMark ? [0xEF, 0xBB, 0xBF] : []
-    headerBytes += header.rawBytes
-    for name in EnrichCommand.appendedColumns {
-      headerBytes.append(UInt8(ascii: ","))
-      headerBytes += Array(name.utf8)
+    if dialect.encoding == .utf8 && dialect.outputEncoding == .windows1252 {
+      throw UsageError(
+        message:
+          "'\(input.path)' is UTF-8: --output-encoding windows-1252 converts no UTF-8 input",
+        path: context.path)
     }
+    if dialect.detectedWindows1252 {
+      console.note(
+        "'\(input.path)' is not UTF-8: read as Windows-1252, and written so"
+          + (dialect.transcodesInput ? " (converted to UTF-8 by --output-encoding)" : ""))
+    }
+    appended = EnrichAnswer(delimiter: dialect.delimiter, encoding: dialect.outputEncoding)
+    reader.column = try CEPColumn.find(
+      in: header.fields, named: options.column, file: input.path, path: context.path)
+    var headerBytes: [UInt8] = reader.sawByteOrderMark ? [0xEF, 0xBB, 0xBF] : []
+    appendInput(header.rawBytes, to: &headerBytes)
+    headerBytes += appended.headerColumns
     let headerRow = headerBytes
     headerBytes += header.terminator
 
@@ -168,7 +185,12 @@ final class EnrichJob: @unchecked Sendable {
     }
     summary(started: started)
     if errors > 0 { status = max(status, .unavailable) }
-    if notFound > 0 || invalid > 0 { status = max(status, .failure) }
+    if notFound > 0 || invalid > 0 || unencodable > 0 { status = max(status, .failure) }
+    if unencodable > 0 {
+      console.note(
+        "\(unencodable) found rows were marked 'unencodable', their address left out: it holds "
+          + "characters Windows-1252 has not; --output-encoding utf-8 writes them")
+    }
     if case .interrupted = ending {
       console.note(
         "interrupted: \(rows + skipped) rows written; run again with --resume to finish")
@@ -213,20 +235,28 @@ final class EnrichJob: @unchecked Sendable {
           // The failed row is not written: the rows before it are.
           if options.failFast { return .failFast(line: row.line, message: error.message) }
         }
-        sink.buffer.append(contentsOf: row.bytes)
+        if dialect.transcodesInput {
+          Windows1252.appendUTF8(of: row.bytes, to: &sink.buffer)
+        } else {
+          sink.buffer.append(contentsOf: row.bytes)
+        }
         if row.cep == nil {
           status = .invalid
-          sink.buffer.append(contentsOf: EnrichAnswer.invalid)
+          sink.buffer.append(contentsOf: appended.invalid)
         } else {
+          if row.padded { padded += 1 }
           switch stored {
           case .failed(let failure):
             status = .failed
-            sink.buffer.append(contentsOf: EnrichAnswer.failure(failure.error))
+            sink.buffer.append(contentsOf: appended.failure(failure.error))
           case .notFound:
             status = .notFound
-            sink.buffer.append(contentsOf: EnrichAnswer.notFound)
+            sink.buffer.append(contentsOf: row.padded ? appended.notFoundPadded : appended.notFound)
           case .found(let address):
-            EnrichAnswer.appendFound(address, to: &sink.buffer)
+            if !appended.appendFound(address, padded: row.padded, to: &sink.buffer) {
+              status = .unencodable
+              sink.buffer.append(contentsOf: appended.unencodable)
+            }
           }
         }
         sink.buffer.append(contentsOf: row.terminator)
@@ -251,29 +281,30 @@ final class EnrichJob: @unchecked Sendable {
     case .invalid: invalid += 1
     case .failed: errors += 1
     case .blank: blank += 1
+    case .unencodable: unencodable += 1
+    }
+  }
+
+  /// Appends input bytes to the output: as they are, or converted to UTF-8
+  /// (`--output-encoding utf-8` over a Windows-1252 input).
+  private func appendInput(_ bytes: [UInt8], to out: inout [UInt8]) {
+    if dialect.transcodesInput {
+      Windows1252.appendUTF8(of: bytes, to: &out)
+    } else {
+      out += bytes
     }
   }
 
   private func inputMessage(_ error: Error) -> String {
-    error is CSVError ? "\(input.path): \(error)" : "\(error)"
+    guard let error = error as? CSVError else { return "\(error)" }
+    var message = "\(input.path): \(error)"
+    if error.reason == .invalidUTF8 && options.dialect.encoding == nil {
+      message += " (a Windows-1252 file? say so with --encoding windows-1252)"
+    }
+    return message
   }
 
   // MARK: - Header, output, summary
-
-  private func findColumn(in header: [String]) throws(UsageError) -> Int {
-    let wanted = options.column ?? "cep"
-    if let index = header.firstIndex(of: wanted) { return index }
-    let folded = wanted.trimmingCharacters(in: .whitespaces).lowercased()
-    if let index = header.firstIndex(where: {
-      $0.trimmingCharacters(in: .whitespaces).lowercased() == folded
-    }) {
-      return index
-    }
-    let names = header.map { "'\($0)'" }.joined(separator: ", ")
-    var message = "no column '\(wanted)' in the header of '\(input.path)' (columns: \(names))"
-    if options.column == nil { message += "; name the CEP column with --column NAME" }
-    throw UsageError(message: message, path: context.path)
-  }
 
   private func openOutput(headerRow: [UInt8], headerBytes: [UInt8]) throws -> OutputSink {
     guard let outputPath = options.outputPath else {
@@ -282,7 +313,8 @@ final class EnrichJob: @unchecked Sendable {
       return sink
     }
     if options.resume, access(outputPath, F_OK) == 0 {
-      let (count, offset, header) = try EnrichCommand.completeRecords(in: outputPath)
+      let (count, offset, header) = try EnrichCommand.completeRecords(
+        in: outputPath, delimiter: dialect.delimiter, encoding: dialect.outputEncoding)
       if count > 0 {
         guard let header else { throw UsageError(message: "unreadable output", path: []) }
         let bom: [UInt8] = reader.sawByteOrderMark ? [0xEF, 0xBB, 0xBF] : []
@@ -327,6 +359,7 @@ final class EnrichJob: @unchecked Sendable {
       var fields: [(String, JSONValue)] = [
         ("rows", .int(rows)), ("found", .int(found)), ("not_found", .int(notFound)),
         ("invalid", .int(invalid)), ("errors", .int(errors)), ("blank", .int(blank)),
+        ("padded", .int(padded)), ("unencodable", .int(unencodable)),
         ("requests", .int(statistics.requests)), ("minimum_requests", .int(minimumRequests)),
         ("distinct_ceps", .int(distinct)), ("memo_capacity", .int(options.memo)),
         ("memo_evictions", .int(statistics.memoEvictions)),
@@ -347,6 +380,8 @@ final class EnrichJob: @unchecked Sendable {
       "enrich: \(rows) rows, \(found) found, \(notFound) not found, \(invalid) invalid, "
       + "\(errors) errors"
     if blank > 0 { line += ", \(blank) blank" }
+    if padded > 0 { line += ", \(padded) read as 7 digits with a leading 0" }
+    if unencodable > 0 { line += ", \(unencodable) unencodable in Windows-1252" }
     line += ", requests \(statistics.requests) (minimum \(minimumRequests))"
     if client.cache != nil { line += ", cache hits \(statistics.cacheHits)" }
     line += ", \(String(format: "%.1f", elapsed)) s"

@@ -13,6 +13,8 @@ struct EnrichRow: Sendable {
   var line: Int
   /// The CEP of the CEP column as a number, or `nil` when it is not a CEP.
   var cep: Int?
+  /// Whether the CEP was 7 digits, read with the leading zero a spreadsheet dropped.
+  var padded = false
   /// An empty line: written back as it is, with nothing appended.
   var isBlank: Bool
 }
@@ -45,9 +47,62 @@ final class EnrichReader: @unchecked Sendable {
   private var reader = CSVReader(keepRawBytes: true)
   private var done = false
   private let seen = CEPSet()
+  /// The input's dialect (set by ``prepare(_:)``).
+  private(set) var dialect = CSVDialect(
+    delimiter: UInt8(ascii: ","), encoding: .utf8, outputEncoding: .utf8)
+  /// Whether a CEP of 7 digits is invalid (`--strict-cep`) rather than read with a leading 0.
+  var strictCEP = false
 
   init(input: InputFile) {
     self.input = input
+  }
+
+  /// Reads the input up to the end of its header line, and settles its dialect: the
+  /// delimiter and encoding `options` give, or those the header line and the input show
+  /// (``DialectDetection``). A regular file is scanned for its first non-ASCII byte; a pipe
+  /// is judged by what was read for the header. An all-ASCII input is UTF-8.
+  func prepare(_ options: DialectOptions) throws -> CSVDialect {
+    var pending: [UInt8] = []
+    func headerStart() -> Int {
+      pending.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+    }
+    while !done {
+      if pending.count > headerStart(),
+        DialectDetection.headerLineEnd(pending[headerStart()...]) != nil
+      {
+        break
+      }
+      if pending.count > DialectDetection.headerLimit { break }
+      let chunk = try input.read()
+      if chunk.isEmpty { done = true } else { pending += chunk }
+    }
+    let body = pending[headerStart()...]
+    let delimiter = options.delimiter ?? DialectDetection.delimiter(ofHeader: body)
+    var encoding = options.encoding
+    var detected = false
+    if encoding == nil {
+      if headerStart() == 3 {
+        encoding = .utf8
+      } else if let size = input.size {
+        encoding = DialectDetection.encoding(ofFile: input.fd, size: size)
+      } else {
+        encoding = DialectDetection.encoding(ofSample: body, complete: done)
+      }
+      detected = encoding == .windows1252
+    }
+    let inputEncoding = encoding ?? .utf8
+    dialect = CSVDialect(
+      delimiter: delimiter, encoding: inputEncoding,
+      outputEncoding: options.outputEncoding ?? inputEncoding, detectedWindows1252: detected)
+    strictCEP = options.strictCEP
+    reader = makeReader()
+    reader.append(pending)
+    if done { reader.finish() }
+    return dialect
+  }
+
+  private func makeReader() -> CSVReader {
+    CSVReader(separator: dialect.delimiter, keepRawBytes: true, encoding: dialect.encoding)
   }
 
   /// Whether the input began with a UTF-8 byte order mark.
@@ -80,7 +135,7 @@ final class EnrichReader: @unchecked Sendable {
       record = try nextRecord()
     } catch {
       // What was buffered is of no more use.
-      reader = CSVReader(keepRawBytes: true)
+      reader = makeReader()
       done = true
       throw error
     }
@@ -90,10 +145,15 @@ final class EnrichReader: @unchecked Sendable {
         bytes: [], terminator: record.terminator, line: record.line, cep: nil, isBlank: true)
     }
     let field = column < record.fields.count ? record.fields[column] : ""
-    let cep = cepNumber(ofField: field)
+    var cep = cepNumber(ofField: field)
+    var padded = false
+    if cep == nil, !strictCEP, let number = paddedCEPNumber(ofField: field) {
+      cep = number
+      padded = true
+    }
     return EnrichRow(
       bytes: record.rawBytes, terminator: record.terminator, line: record.line, cep: cep,
-      isBlank: false)
+      padded: padded, isBlank: false)
   }
 }
 

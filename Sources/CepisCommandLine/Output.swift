@@ -83,6 +83,26 @@ struct CEPResult: Sendable, Equatable {
   var address: Address?
   /// A human explanation when not `ok`.
   var message: String?
+  /// Whether the input was 7 digits, read as ``cep`` with the leading zero a spreadsheet
+  /// dropped (`batch`, unless `--strict-cep`).
+  var padded = false
+
+  /// The status scripts see: ``CEPStatus/label``, with `_padded` after `ok` and `not_found`
+  /// when the CEP was read from 7 digits.
+  var statusLabel: String {
+    guard padded else { return status.label }
+    switch status {
+    case .ok, .notFound: return status.label + "_padded"
+    case .invalid, .error: return status.label
+    }
+  }
+
+  /// Marks the result as the answer for `cep`, read from the 7 digits of ``input``.
+  mutating func markPadded(cep: String) {
+    self.cep = cep
+    padded = true
+    if status == .notFound { message = "CEP \(maskedCEP(cep)) not found" }
+  }
 
   init(input: String, resolution: Resolution) {
     self.input = input
@@ -131,7 +151,7 @@ struct CEPResult: Sendable, Equatable {
     out.append(comma)
     CSVField.append(cep ?? "", to: &out)
     out.append(comma)
-    CSVField.append(status.label, to: &out)
+    CSVField.append(statusLabel, to: &out)
     if let address {
       address.forEachUTF8Field { field in
         out.append(comma)
@@ -159,7 +179,7 @@ struct CEPResult: Sendable, Equatable {
     out.append(contentsOf: #","cep":"#.utf8)
     JSONValue.optional(cep).append(to: &out)
     out.append(contentsOf: #","status":"#.utf8)
-    JSONValue.appendString(status.label, to: &out)
+    JSONValue.appendString(statusLabel, to: &out)
     var field = 0
     if let address {
       address.forEachUTF8Field { bytes in
@@ -198,7 +218,8 @@ struct CEPResult: Sendable, Equatable {
   /// `01310-100  Avenida Paulista, de 612 a 1510 - lado par, Bela Vista, São Paulo/SP`.
   func textLine(bold: Bool = false) -> String {
     let shown = cep.map(maskedCEP) ?? input
-    let head = bold ? "\u{1B}[1m\(shown)\u{1B}[0m" : shown
+    var head = bold ? "\u{1B}[1m\(shown)\u{1B}[0m" : shown
+    if padded { head += " (from 7 digits, \(input))" }
     guard let a = address else {
       switch status {
       case .notFound: return "\(head)  not found"

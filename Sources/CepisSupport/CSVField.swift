@@ -4,15 +4,22 @@
 /// A field is quoted when it holds a comma, a double quote, CR or LF, and a quote inside it is
 /// doubled; anything else is written as it is.
 package enum CSVField {
-  /// Appends `text` as one field (no separator), quoted when needed.
-  package static func append(_ text: String, to out: inout [UInt8]) {
+  /// Appends `text` as one field (no separator), quoted when needed; `delimiter` is the
+  /// file's field separator (`,`, or `;` and tab in the dialects `cepis enrich` keeps).
+  package static func append(
+    _ text: String, delimiter: UInt8 = UInt8(ascii: ","), to out: inout [UInt8]
+  ) {
     var text = text
-    text.withUTF8 { append(utf8: $0, to: &out) }
+    text.withUTF8 { append(utf8: $0, delimiter: delimiter, to: &out) }
   }
 
-  /// ``append(_:to:)`` for text given as its UTF-8 bytes.
-  package static func append(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
-    guard bytes.contains(where: needsQuotes) else {
+  /// ``append(_:delimiter:to:)`` for text given as its bytes (UTF-8, or any encoding in which
+  /// the quote, CR, LF and the delimiter are their ASCII bytes).
+  package static func append(
+    utf8 bytes: UnsafeBufferPointer<UInt8>, delimiter: UInt8 = UInt8(ascii: ","),
+    to out: inout [UInt8]
+  ) {
+    guard bytes.contains(where: { $0 == delimiter || needsQuotes($0) }) else {
       out.append(contentsOf: bytes)
       return
     }
@@ -41,7 +48,7 @@ package enum CSVField {
     return String(decoding: bytes, as: UTF8.self)
   }
 
-  /// Whether a byte forces quoting: `,`, `"`, LF or CR.
+  /// Whether a byte forces quoting in a comma-separated file: `,`, `"`, LF or CR.
   @inline(__always)
   private static func needsQuotes(_ byte: UInt8) -> Bool {
     byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == 10 || byte == 13

@@ -19,10 +19,13 @@ struct EnrichDifferentialTests {
     var memo: Int
     var window: Int?
     var failingChunks: Bool
+    /// The file as Excel saves it in a Brazilian locale: `;`, CRLF, Windows-1252, the CEPs
+    /// of the first 10 million without their leading zero.
+    var excel = false
 
     var testDescription: String {
       "memo \(memo), window \(window.map(String.init) ?? "default")"
-        + (failingChunks ? ", failing chunks" : "")
+        + (failingChunks ? ", failing chunks" : "") + (excel ? ", Excel's dialect" : "")
     }
   }
 
@@ -41,13 +44,16 @@ struct EnrichDifferentialTests {
       [nil, 100].flatMap { window in
         [false, true].map { Case(memo: memo, window: window, failingChunks: $0) }
       }
-    }
+    } + [
+      Case(memo: 499, window: 100, failingChunks: false, excel: true),
+      Case(memo: distinct + 1, window: nil, failingChunks: true, excel: true),
+    ]
   }()
 
   /// The CEPs of the file, and the mock's data: each address unique to its CEP in a field
   /// that enrich writes (a street, or — for the empty streets — the bairro), with quoted,
   /// empty, long and non-ASCII fields.
-  static let ceps: [Int] = (0..<distinct).map { 10_000_000 + $0 * 19 }
+  static let ceps: [Int] = (0..<distinct).map { ($0 % 2 == 0 ? 1_000_000 : 10_000_000) + $0 * 19 }
 
   static let dataset: MockDataset = {
     var addresses: [MockAddress] = []
@@ -62,7 +68,7 @@ struct EnrichDifferentialTests {
       }
       addresses.append(
         MockAddress(
-          cep: String(value), logradouro: street, complemento: k % 5 == 0 ? "até \(k)" : "",
+          cep: cepString(value), logradouro: street, complemento: k % 5 == 0 ? "até \(k)" : "",
           bairro: "Bairro \(k)", localidade: "Cidade \(value % 101)",
           uf: k % 3 == 0 ? "RJ" : "SP", ibge: String(3_550_308 + k % 9)))
     }
@@ -80,12 +86,27 @@ struct EnrichDifferentialTests {
     var text = "id,cep\n"
     var written: [String] = []
     for (index, value) in values.enumerated() {
-      let digits = String(value)
+      let digits = cepString(value)
       let cep = index % 97 == 0 ? digits.prefix(5) + "-" + digits.suffix(3) : digits
       written.append(String(cep))
       text += "\(index),\(cep)\n"
     }
     return (text, written)
+  }()
+
+  /// ``input`` as Excel saves it: `nome;cep` with CRLF, a name with accents (one quoted, with
+  /// a `;` inside) in Windows-1252, a CEP below 10,000,000 written as its 7 digits.
+  static let excelInput: (bytes: [UInt8], cells: [String]) = {
+    var bytes = Array("nome;CEP\r\n".utf8)
+    var cells: [String] = []
+    for (index, cep) in input.ceps.enumerated() {
+      let cell = cep.hasPrefix("0") && !cep.contains("-") ? String(cep.dropFirst()) : cep
+      cells.append(cell)
+      let name = index % 3 == 0 ? "\"Jos\u{E9}; \(index)\"" : "Concei\u{E7}\u{E3}o \(index)"
+      bytes += name.unicodeScalars.map { UInt8(truncatingIfNeeded: $0.value) }
+      bytes += Array(";\(cell)\r\n".utf8)
+    }
+    return (bytes, cells)
   }()
 
   static func fields(_ address: MockAddress) -> [String] {
@@ -109,7 +130,11 @@ struct EnrichDifferentialTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let input = directory.appendingPathComponent("in.csv")
         let output = directory.appendingPathComponent("out.csv")
-        try Data(Self.input.text.utf8).write(to: input)
+        if run.excel {
+          try Data(Self.excelInput.bytes).write(to: input)
+        } else {
+          try Data(Self.input.text.utf8).write(to: input)
+        }
         var arguments = [
           "enrich", input.path, "-o", output.path, "--base-url", server.baseURL.absoluteString,
           "--memo", String(run.memo), "--attempts", run.failingChunks ? "1" : "3",
@@ -117,14 +142,35 @@ struct EnrichDifferentialTests {
         if let window = run.window { arguments += ["--window", String(window)] }
         let result = try await CLI.run(arguments, timeout: 300)
 
-        let records = try CSVReader.records(in: Data(contentsOf: output))
+        let written = try [UInt8](Data(contentsOf: output))
+        var reader = CSVReader(
+          separator: UInt8(ascii: run.excel ? ";" : ","), encoding: run.excel ? .windows1252 : .utf8
+        )
+        reader.append(written)
+        reader.finish()
+        var records: [CSVRecord] = []
+        while let record = try reader.next() { records.append(record) }
         try #require(records.count == Self.input.ceps.count + 1)
+        if run.excel {
+          // The input's bytes and line ends, and Windows-1252 in the appended fields too.
+          #expect(!written.contains(0xC3))
+          #expect(records.allSatisfy { $0.terminator == [13, 10] })
+        }
         var counts: [String: Int] = [:]
         for (index, record) in records.dropFirst().enumerated() {
           let cep = Self.input.ceps[index]
           try #require(record.fields.count == 9, "row \(index)")
-          #expect(record.fields[0] == String(index) && record.fields[1] == cep, "row \(index)")
-          let status = record.fields[8]
+          if run.excel {
+            #expect(record.fields[1] == Self.excelInput.cells[index], "row \(index)")
+          } else {
+            #expect(record.fields[0] == String(index) && record.fields[1] == cep, "row \(index)")
+          }
+          var status = record.fields[8]
+          if run.excel && Self.excelInput.cells[index].count == 7 {
+            // A 7-digit CEP is marked; the mark goes, and the row is judged as any other.
+            #expect(status.hasSuffix("_padded") || status.hasPrefix("error: "), "row \(index)")
+            if status.hasSuffix("_padded") { status.removeLast("_padded".count) }
+          }
           let answer = Array(record.fields[2...7])
           switch status {
           case "ok":

@@ -168,15 +168,41 @@ struct OutputTests {
   @Test func enrichAppendedFields() {
     let quoted = Address(
       cep: "01001000", logradouro: "Rua \"A\", 1", localidade: "São Paulo", uf: "SP")
+    let answer = EnrichAnswer(delimiter: UInt8(ascii: ","), encoding: .utf8)
     var found: [UInt8] = []
-    EnrichAnswer.appendFound(quoted, to: &found)
+    #expect(answer.appendFound(quoted, padded: false, to: &found))
     #expect(String(decoding: found, as: UTF8.self) == ",\"Rua \"\"A\"\", 1\",,,São Paulo,SP,,ok")
-    #expect(String(decoding: EnrichAnswer.notFound, as: UTF8.self) == ",,,,,,,not_found")
-    #expect(String(decoding: EnrichAnswer.invalid, as: UTF8.self) == ",,,,,,,invalid")
+    #expect(String(decoding: answer.notFound, as: UTF8.self) == ",,,,,,,not_found")
+    #expect(String(decoding: answer.invalid, as: UTF8.self) == ",,,,,,,invalid")
     #expect(
       String(
-        decoding: EnrichAnswer.failure(.serverError(message: "x", status: 503)),
+        decoding: answer.failure(.serverError(message: "x", status: 503)),
         as: UTF8.self) == ",,,,,,,error: server_error")
+  }
+
+  /// The same fields in the dialect of a file from Excel: `;` between them (a comma needs no
+  /// quotes, a `;` does), Windows-1252 bytes for the accents, `ok_padded` for a 7-digit CEP.
+  @Test func enrichAppendedFieldsSemicolonWindows1252() {
+    let address = Address(
+      cep: "01001000", logradouro: "Praça da Sé; lado ímpar", complemento: "até 1, fim",
+      localidade: "São Paulo", uf: "SP")
+    let answer = EnrichAnswer(delimiter: UInt8(ascii: ";"), encoding: .windows1252)
+    var found: [UInt8] = []
+    #expect(answer.appendFound(address, padded: true, to: &found))
+    let expected: [UInt8] =
+      Array(";\"Pra".utf8) + [0xE7] + Array("a da S".utf8) + [0xE9] + Array("; lado ".utf8)
+      + [0xED] + Array("mpar\";at".utf8) + [0xE9] + Array(" 1, fim;;S".utf8) + [0xE3]
+      + Array("o Paulo;SP;;ok_padded".utf8)
+    #expect(found == expected)
+    #expect(String(decoding: answer.notFoundPadded, as: UTF8.self) == ";;;;;;;not_found_padded")
+    #expect(
+      String(decoding: answer.failure(.serverError(message: "x", status: 503)), as: UTF8.self)
+        == ";;;;;;;error: server_error")
+    // A character Windows-1252 has not: nothing of the address is written.
+    var unencodable: [UInt8] = Array("kept".utf8)
+    let foreign = Address(cep: "01001000", logradouro: "Rua Łódź", localidade: "X", uf: "SP")
+    #expect(!answer.appendFound(foreign, padded: false, to: &unencodable))
+    #expect(unencodable == Array("kept".utf8))
   }
 
   @Test func cepSetCountsDistinctMembers() {
