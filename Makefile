@@ -1,8 +1,9 @@
-# Common tasks. `make check` is what CI runs besides the longer scripts in .ci/run.
+# Common tasks. `make check` is what CI runs, in the same order (.ci/run); `make long-checks`
+# the full-length runs before a release (Scripts/long-checks).
 SWIFT ?= swift
 FORMAT_PATHS = Package.swift Sources Tests Benchmarks Fuzz
 
-.PHONY: build test lint format docs check
+.PHONY: build test lint format docs availability check long-checks
 
 build:
 	$(SWIFT) build -Xswiftc -warnings-as-errors
@@ -19,4 +20,11 @@ format:
 docs:
 	Scripts/build-docs
 
-check: build test lint docs
+availability:
+	Scripts/check-availability
+
+check:
+	bash .ci/run
+
+long-checks:
+	Scripts/long-checks
