@@ -135,6 +135,11 @@ let package = Package(
   ]
 )
 
+// Each module folder under Sources/ has a README.md for its readers, not a resource.
+for target in package.targets where target.type != .test && target.path == nil {
+  target.exclude.append("README.md")
+}
+
 // One strictness for every target: Swift 6 language mode.
 for target in package.targets {
   var settings = target.swiftSettings ?? []

@@ -9,7 +9,7 @@ import Testing
 /// An asynchronous input that pauses (rows from a queue, a socket, a form) never holds the
 /// answers of the rows already read: they come within ``BulkOptions/linger`` of the pause.
 /// (That rows which keep coming still fill whole chunks is checked with the plain sequence's
-/// case, in `LookupsEndToEndTests`.)
+/// case, in `BulkStreamEndToEndTests`.)
 @Suite("lookups over an input that pauses, against CepisMock", .serialized)
 struct LookupsPausedInputTests {
   /// `body`'s result, or an issue recorded (and `nil`) when it takes longer than `seconds`:
@@ -58,9 +58,9 @@ struct LookupsPausedInputTests {
       let answered = try await Self.within(10, "answers during the pause") {
         try await reader.next(first.count)
       }
-      LookupsEndToEndTests.check(answered ?? [], first, server)
+      BulkStreamEndToEndTests.check(answered ?? [], first, server)
       // One request, a partial chunk of the three distinct valid CEPs.
-      let sizes = LookupsEndToEndTests.chunkSizes(server)
+      let sizes = BulkStreamEndToEndTests.chunkSizes(server)
       #expect(sizes == [3])
 
       // Then the rows come again, and end.
@@ -70,7 +70,7 @@ struct LookupsPausedInputTests {
       let after = try await Self.within(30, "the rows after the pause") {
         try await reader.next(rest.count + 1)
       }
-      LookupsEndToEndTests.check(after ?? [], rest, server)
+      BulkStreamEndToEndTests.check(after ?? [], rest, server)
     }
   }
 
@@ -87,7 +87,7 @@ struct LookupsPausedInputTests {
       let (answered, elapsed) = try await measure {
         try await Self.within(10, "answers after the linger") { try await reader.next(3) }
       }
-      LookupsEndToEndTests.check(answered ?? [], first, server)
+      BulkStreamEndToEndTests.check(answered ?? [], first, server)
       // The rows were read at once; their chunk waited for the linger, not less.
       #expect(elapsed >= linger * 0.9, "answered after \(elapsed) s")
       rows.finish()

@@ -48,7 +48,7 @@ final class RowCounter: Sendable {
 }
 
 @Suite("lookups: a stream of answers, one per row, against CepisMock", .serialized)
-struct LookupsEndToEndTests {
+struct BulkStreamEndToEndTests {
   /// 3,000 rows: 1,200 distinct existing CEPs (masked and not), repeats near and far, CEPs
   /// that do not exist, malformed ones.
   static func customers() -> [Customer] {

@@ -6,7 +6,7 @@ import Testing
 @testable import Cepis
 
 @Suite("lookup against CepisMock")
-struct LookupEndToEndTests {
+struct SingleLookupEndToEndTests {
   @Test(
     "returns the server's address for a masked CEP, with geo, and sends the documented headers",
     arguments: testedTransportKinds)

@@ -36,7 +36,7 @@ struct LookupsPreloadTests {
   static func fill(_ client: Client, _ server: MockServer) async throws -> [Answer] {
     let rows = LookupsCacheTests.rows(held)
     let first = try await run(client, rows, expectedRows: 0)
-    LookupsEndToEndTests.check(first.answers, rows, server)
+    BulkStreamEndToEndTests.check(first.answers, rows, server)
     #expect(first.statistics.preloaded == 0)
     #expect(requests(server, on: .csv).count == 5)
     return first.answers
@@ -61,7 +61,7 @@ struct LookupsPreloadTests {
       let rows = LookupsCacheTests.rows(values)
       let second = try await Self.run(client, rows, expectedRows: rows.count)
       // Every row against the mock's data for its own CEP.
-      LookupsEndToEndTests.check(second.answers, rows, server)
+      BulkStreamEndToEndTests.check(second.answers, rows, server)
       #expect(second.answers.allSatisfy { $0.address?.geo == nil })
       #expect(second.statistics.preloaded == Self.held.count)
       #expect(second.statistics.cacheHits == Self.held.count)
@@ -86,7 +86,7 @@ struct LookupsPreloadTests {
         (0..<9_000).map { 30_000_000 + $0 * 10 } + (0..<1_000).map { 30_000_009 + $0 * 10 }
       let firstRows = LookupsCacheTests.rows(held)
       let first = try await Self.run(client, firstRows, expectedRows: 0)
-      LookupsEndToEndTests.check(first.answers, firstRows, server)
+      BulkStreamEndToEndTests.check(first.answers, firstRows, server)
       #expect(first.statistics.preloaded == 0)
       let stored = requests(server, on: .csv).count
       #expect(stored == held.count / Client.maxBatch)
@@ -98,7 +98,7 @@ struct LookupsPreloadTests {
       let rows = LookupsCacheTests.rows(values)
       let second = try await Self.run(client, rows, expectedRows: rows.count, readAhead: 200)
       // Every row against the mock's data for its own CEP.
-      LookupsEndToEndTests.check(second.answers, rows, server)
+      BulkStreamEndToEndTests.check(second.answers, rows, server)
       #expect(second.statistics.preloaded == held.count)
       #expect(second.statistics.cacheHits == held.count)
       // The rows that came before their answer took it from the pass, not from a look-up of
@@ -120,7 +120,7 @@ struct LookupsPreloadTests {
         break
       }
       let third = try await Self.run(client, rows, expectedRows: rows.count)
-      LookupsEndToEndTests.check(third.answers, rows, server)
+      BulkStreamEndToEndTests.check(third.answers, rows, server)
       #expect(third.statistics.preloaded == held.count + fresh.count)
       #expect(third.statistics.probed == 0)
       #expect(requests(server, on: .csv).count == asksSoFar)
@@ -174,7 +174,7 @@ struct LookupsPreloadTests {
       _ = try await Self.run(client, part, expectedRows: 0)
       #expect(requests(server, on: .csv).count == 11)
       let mixed = try await Self.run(client, rows, expectedRows: rows.count)
-      LookupsEndToEndTests.check(mixed.answers, rows, server)
+      BulkStreamEndToEndTests.check(mixed.answers, rows, server)
       #expect(mixed.statistics.preloaded == 500)
       #expect(mixed.statistics.cacheHits == 500)
       #expect(requests(server, on: .csv).count == 15)
@@ -194,7 +194,7 @@ struct LookupsPreloadTests {
       let used = Array(Self.held.prefix(1_000))
       let rows = LookupsCacheTests.rows(used + used + used)
       let second = try await Self.run(client, rows, expectedRows: rows.count)
-      LookupsEndToEndTests.check(second.answers, rows, server)
+      BulkStreamEndToEndTests.check(second.answers, rows, server)
       #expect(second.statistics.preloaded == Self.held.count)
       #expect(second.statistics.cacheHits == used.count)
       // Uses are written with the file's next transaction: a lookup that stores an answer.

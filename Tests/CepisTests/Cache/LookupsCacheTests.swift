@@ -54,10 +54,10 @@ struct LookupsCacheTests {
     arguments: testedTransportKinds, CacheKind.allCases)
   func secondRunAsksNothing(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withCachedClient(kind, transport) { server, cache, client, _ in
-      let rows = LookupsEndToEndTests.customers()
-      let distinct = LookupsEndToEndTests.distinctValid(rows).count
+      let rows = BulkStreamEndToEndTests.customers()
+      let distinct = BulkStreamEndToEndTests.distinctValid(rows).count
       let first = try await Self.run(client, rows)
-      LookupsEndToEndTests.check(first.answers, rows, server)
+      BulkStreamEndToEndTests.check(first.answers, rows, server)
       let chunks = (distinct + Client.maxBatch - 1) / Client.maxBatch
       #expect(Self.count(server, .csv) == chunks)
       #expect(Self.count(server, .health) == 1)
@@ -96,7 +96,7 @@ struct LookupsCacheTests {
       }
       let rows = Self.rows(mixed)
       let second = try await Self.run(client, rows)
-      LookupsEndToEndTests.check(second.answers, rows, server)
+      BulkStreamEndToEndTests.check(second.answers, rows, server)
       let sent = requests(server, on: .csv).dropFirst(2)
       let asked = sent.flatMap { ($0.query ?? "").dropFirst("ceps=".count).split(separator: ",") }
       #expect(sent.count == (fresh.count + Client.maxBatch - 1) / Client.maxBatch)
@@ -116,7 +116,7 @@ struct LookupsCacheTests {
       let rows = Self.rows(
         (0..<300).map { 10_000_000 + $0 * 10 } + (0..<50).map { 10_000_009 + 10 * $0 })
       let first = try await Self.run(client, rows)
-      LookupsEndToEndTests.check(first.answers, rows, server)
+      BulkStreamEndToEndTests.check(first.answers, rows, server)
       #expect(first.answers.contains { $0.result == .success(nil) })
       #expect(Self.count(server, .csv) == 1)
 
@@ -177,11 +177,11 @@ struct LookupsCacheTests {
     arguments: testedTransportKinds, CacheKind.allCases)
   func rowsKeepTheirOwnAnswers(transport: Transport.Kind, kind: CacheKind) async throws {
     try await withCachedClient(kind, transport) { server, cache, client, _ in
-      let rows = LookupsEndToEndTests.customers()
+      let rows = BulkStreamEndToEndTests.customers()
       // Half the CEPs cached first, through a server that shuffles its answers.
       server.setMode(.csv, [.csvReordered, .csvDuplicatedRows, .csvExtraRows, .csvOmitMissing])
       let half = Array(rows.prefix(rows.count / 2))
-      LookupsEndToEndTests.check(try await Self.run(client, half).answers, half, server)
+      BulkStreamEndToEndTests.check(try await Self.run(client, half).answers, half, server)
       // Every row, with a memo of 50 CEPs and a read-ahead of 700 rows: asks are probed,
       // missed, re-queued and asked again as the memo forgets them.
       let options = BulkOptions(memoCapacity: 50, readAhead: 700, chunksInFlight: 3)
@@ -189,7 +189,7 @@ struct LookupsCacheTests {
       for try await answer in client.lookups(AsyncRows(rows), cep: { $0.cep }, options: options) {
         answers.append(answer)
       }
-      LookupsEndToEndTests.check(answers, rows, server)
+      BulkStreamEndToEndTests.check(answers, rows, server)
       // And once more, the cache answering everything.
       let again = try await Self.run(client, rows)
       #expect(again.answers.map(\.result) == answers.map(\.result))
@@ -270,9 +270,9 @@ struct LookupsCacheTests {
   func noCacheNoHealth(transport: Transport.Kind) async throws {
     try await withMockServer { server in
       let client = cachedClient(server, transport, cache: nil)
-      let rows = LookupsEndToEndTests.customers()
+      let rows = BulkStreamEndToEndTests.customers()
       let first = try await Self.run(client, rows)
-      LookupsEndToEndTests.check(first.answers, rows, server)
+      BulkStreamEndToEndTests.check(first.answers, rows, server)
       _ = try await client.lookupMany(rows.map(\.cep))
       _ = try await client.lookupMany(["01001000"])
       #expect(Self.count(server, .health) == 0)
