@@ -247,8 +247,9 @@ struct AsyncCEPs: AsyncSequence, Sendable {
 /// The addresses a `lookups` stream resolves, counted as a server or a command-line tool reads
 /// the stream: in a nonisolated function. The benchmark's top-level code runs on the main
 /// actor, where each turn of a `for try await` loop checks the executor twice on the way in
-/// and out of the iterator (about 25 ns a row here, the caller's isolation and not the
-/// stream's work: two `swift_task_switch` calls a row, none in a nonisolated loop).
+/// and out of the iterator (the caller's isolation and not the stream's work: two
+/// `swift_task_switch` calls a row, none in a nonisolated loop; its cost is the diagnostic row
+/// `lookups CPU, main actor` of Benchmarks/RESULTS.md).
 func countResolved<Rows>(_ stream: LookupStream<Rows>) async -> Int {
   var resolved = 0
   do {

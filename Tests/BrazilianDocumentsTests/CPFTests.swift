@@ -117,7 +117,7 @@ struct CPFTests {
 
   // The seeded tests below run their loops off the cooperative pool (`runOffThePool`): a
   // second of synchronous work on each of its two threads, at the start of the run, held up
-  // every other test's async code (a 0.3 s deadline measured at 5 s).
+  // every other test's async code (a 0.3 s deadline was seen to fire seconds late).
 
   @Test(
     "Random CPFs are valid and keep the requested region", arguments: [nil] + FiscalRegion.allCases)

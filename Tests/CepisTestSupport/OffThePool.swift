@@ -5,7 +5,7 @@ import Foundation
 /// of work at a time, on a thread of its own at the lowest scheduling priority (on Linux, a
 /// nice value of 19): seconds of synchronous work on the pool's two threads would hold up
 /// every other test's async code in the process, and beside them on two cores it starves the
-/// latency-bound tests (a 0.3 s deadline that fires after 7 s). `work` returns what it found;
+/// latency-bound tests (a 0.3 s deadline that fires seconds late). `work` returns what it found;
 /// the test asserts on it (issues are recorded from the test's own task).
 ///
 /// Every model-based and seeded test of the suite goes through here, so at most one of them

@@ -230,9 +230,9 @@ struct BatchColumns {
 /// not sorted at all. `DistinctCEPsTests` hold both ways to a dictionary.
 package struct DistinctCEPs: Equatable {
   /// How many inputs are sorted rather than probed. From a few chunks up the sort is as fast
-  /// or faster whatever the order (`cepis-bench distinct --ceps 8192`: 10–26 ns an input
-  /// against 16–29); below, the table is small enough to stay in the caches, and the sort's
-  /// fixed costs (its counts, its scratch array) would weigh on a call of a few CEPs.
+  /// or faster whatever the order (`cepis-bench distinct`, measured in `fa1095d`); below, the
+  /// table is small enough to stay in the caches, and the sort's fixed costs (its counts, its
+  /// scratch array) would weigh on a call of a few CEPs.
   package static let sortFrom = 4_096
 
   /// Each distinct well-formed CEP, once, in the order it first appears.

@@ -82,12 +82,11 @@ public final class AddressCache: Sendable {
   /// cores the run already keeps busy (its own rows, the network, a local server), a writer at
   /// the same priority takes its CPU from the run's critical path; at a lower priority it takes
   /// what the run leaves idle, and the write-behind backlog (``entriesBehind``) lets it fall
-  /// behind until then. Measured on two cores, a first `cepis enrich` of 300,000 CEPs into a
-  /// fresh file ran at 0.83× of `--no-cache` with the writer at the same priority and a
-  /// backlog of 32,000 answers, 0.81× with the backlog alone at 150,000, and 0.92–1.00× with
-  /// nice 10 and 150,000 (interleaved A/B, medians). Reads run on the same thread, so a file
-  /// read waits behind the program's own work only when every core is busy; a repeated
-  /// single lookup is served from memory (``frontCapacity``).
+  /// behind until then: on two cores, neither a larger backlog alone nor a lower priority alone
+  /// took a first `cepis enrich` into a fresh file near its run without a cache; both together
+  /// did (the A/B of `6427437`; Benchmarks/RESULTS.md, row `cached enrich, first run`). Reads
+  /// run on the same thread, so a file read waits behind the program's own work only when
+  /// every core is busy; a repeated single lookup is served from memory (``frontCapacity``).
   static let fileThreadNice: Int32 = 10
 
   private enum Backend: Sendable {
@@ -279,16 +278,15 @@ public final class AddressCache: Sendable {
   /// A chunk's 500 CEPs land all over the file's CEP index, and a transaction writes every
   /// index page it touches to the write-ahead log again, however few of its entries the page
   /// gained: the fewer the transactions, the fewer the pages written. 16,000 answers (32
-  /// chunks) to a transaction took a first `cepis enrich` of 300,000 distinct CEPs from
-  /// 1.6–1.9 s to 0.3–0.5 s above its run without a cache (8,000: 0.5–0.75 s; 32,000: no
-  /// better than 16,000).
+  /// chunks) to a transaction gained the most of the sizes tried (8,000 less, 32,000 no more:
+  /// the A/B of `a419ce8`; Benchmarks/RESULTS.md, row `cached enrich, first run`).
   static let groupEntries = 16_000
 
   /// How many answers may wait for the file while their rows go on (128,000, a few tens of
   /// MiB); past that, a chunk waits for its own to be written. The file's thread runs at a
   /// lower priority (``fileThreadNice``): on busy cores it falls behind while the run goes
-  /// on, and catches up when the run leaves a core idle (peak RSS of a first `cepis enrich`
-  /// of 300,000 CEPs +20 MiB over a backlog of 32,000).
+  /// on, and catches up when the run leaves a core idle (at the price of a first
+  /// `cepis enrich`'s peak RSS, higher than with a backlog of 32,000; `6427437`).
   static let entriesBehind = 8 * groupEntries
 
   /// The longest a stored answer waits for a group to fill before it is written anyway

@@ -5,8 +5,9 @@ extension Address {
   /// shape; `nil` whenever the body steps outside it, and the caller then decodes with
   /// `JSONDecoder`, whose verdict stands.
   ///
-  /// Foundation's `JSONDecoder` costs about 12 µs per answer on Linux — as much as the rest of
-  /// a single lookup on the AsyncHTTPClient transport. This path accepts only what it can read
+  /// Foundation's `JSONDecoder` costs, on Linux, about as much per answer as the rest of a
+  /// single lookup on the AsyncHTTPClient transport (profiled in `2fdc18b`;
+  /// Benchmarks/RESULTS.md, row `single c=1 (AHC)`). This path accepts only what it can read
   /// exactly as ``init(from:)`` would: one object whose values are strings (escapes read, but
   /// not surrogate pairs), JSON numbers, `null`, `true`/`false`, or — for `geo` only — one flat object of numbers and
   /// strings; known keys at most once; nothing but whitespace after it. Anything else (a surrogate

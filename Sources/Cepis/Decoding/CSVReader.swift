@@ -365,7 +365,7 @@ package struct CSVReader: Sendable {
   private static func decode(_ bytes: UnsafeBufferPointer<UInt8>, isASCII: Bool) throws -> String {
     if isASCII { return String(decoding: bytes, as: UTF8.self) }
     // `String(decoding:)` is specialised for these bytes; `String(validating:)` is generic and
-    // costs a metadata lookup per field on Linux (profiled: 12 % of a bulk run). Invalid
+    // costs a metadata lookup per field on Linux (a large part of a bulk run's profile). Invalid
     // sequences decode to U+FFFD (EF BF BD): no EF byte in the result and an unchanged length
     // prove there were none; otherwise compare the bytes back, which catches them exactly.
     let text = String(decoding: bytes, as: UTF8.self)

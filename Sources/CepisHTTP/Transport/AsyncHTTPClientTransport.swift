@@ -41,12 +41,12 @@
     /// One loop rather than SwiftNIO's shared group of a thread per core: moving a lookup's
     /// bytes is the small part of it next to decoding the answer, which runs on Swift's
     /// cooperative pool, so one thread keeps up with every request in flight, and answers that
-    /// all arrive on one thread cost fewer hand-offs between threads. On two cores, a million
-    /// CEPs through `lookupMany` cost a third fewer context switches and about 9 % less CPU
-    /// than on the shared group, and a single lookup ~15 % less; at 16 single lookups in
-    /// flight against a server on the same two cores, ~7 % fewer of them per second
-    /// (Benchmarks/RESULTS.md, session 32). A caller who wants more threads passes an
-    /// `HTTPClient` of their own.
+    /// all arrive on one thread cost fewer hand-offs between threads. On two cores, bulk
+    /// lookups and single lookups at concurrency 1 cost fewer context switches and less CPU
+    /// than on the shared group; at 16 single lookups in flight against a server on the same
+    /// two cores, a few percent fewer of them complete per second (the A/B of `a291762`;
+    /// Benchmarks/RESULTS.md, rows `lookupMany CPU (AHC)` and `single c=16 (AHC)`). A caller
+    /// who wants more threads passes an `HTTPClient` of their own.
     package static let eventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     /// The client behind `Transport.default` in a build with the trait: one per process, on

@@ -11,11 +11,10 @@
 /// turned by a whole number of lines taken from the hash (so that CEPs that share their last six
 /// bits do not all start on one line). A run of nearby CEPs (a file sorted by CEP, a range) then
 /// shares cache lines, and walks each block's lines in order, which the processor's prefetcher
-/// follows, instead of missing the caches once per CEP (`lookupMany` over 1,000,000 consecutive
-/// CEPs, with blocks of one line: the table went from ~10 % of the process's CPU to ~2 %; `lookups`
-/// through a memo of 100,000, blocks of eight lines rather than one: 0.596 → 0.561 s of CPU,
-/// `lookupMany`'s own 0.545). At most three quarters of the slots are used (a memo of 300,000
-/// CEPs fits 2¹⁹ slots, 4 MB, not 8); a removal shifts the entries after it back (no
+/// follows, instead of missing the caches once per CEP (Benchmarks/RESULTS.md, rows
+/// `lookupMany CPU (AHC)` and `lookups CPU (AHC)`; the A/Bs of `c3fac20` and `e1b5d2a` are in
+/// Benchmarks/ANALYSIS.md). At most three quarters of the slots are used (a memo of 300,000
+/// CEPs fits 2¹⁹ slots, not 2²⁰); a removal shifts the entries after it back (no
 /// tombstones), so a table that churns never slows down.
 ///
 /// A CEP is at most 99,999,999 (`cepNumber`), well inside 32 bits; the key `0xFFFF_FFFF` is never

@@ -24,7 +24,7 @@ import Foundation
 ///   with one warning.
 /// - Rows are kept in the order they were stored (a rowid), found through a unique index on
 ///   the CEP (schema 2). A chunk's CEPs are spread over the whole range, so a table keyed by
-///   CEP (schema 1) rewrote a page per answer in every transaction (~2 MiB of WAL per chunk);
+///   CEP (schema 1) rewrote a page per answer in every transaction (some 500 a chunk);
 ///   in arrival order a chunk fills a few pages, and only the small index is written all over.
 ///   There is no index on `used_at`: eviction, rare, scans. A file of schema 1 is moved aside
 ///   like any other it cannot use, and a fresh one starts.
@@ -215,9 +215,10 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         let order = entries.indices.map { UInt64(entries[$0].cep) << 36 | UInt64($0) }.sorted()
         // ``upsertRows`` entries a statement while that many are left, then one at a time:
         // one run of the statement's program, not one per row (with its statement journal
-        // in memory, see `prepare`: ~17 % less of this thread's CPU in a first bulk run;
-        // Benchmarks/ANALYSIS.md, session 23). The rows of one statement are inserted in
-        // their order, so a CEP twice in one statement is still kept as its later answer.
+        // in memory, see `prepare`: less of this thread's CPU in a first bulk run, measured
+        // in `5762576`; Benchmarks/ANALYSIS.md, "The cache file"). The rows of one statement
+        // are inserted in their order, so a CEP twice in one statement is still kept as its
+        // later answer.
         var next = 0
         while next < order.count {
           let rows = order.count - next >= Self.upsertRows ? Self.upsertRows : 1
@@ -673,9 +674,9 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     try db.run("PRAGMA journal_size_limit = 4194304")
     // A statement that writes several rows (``upsertManySQL``) keeps a statement journal,
     // to undo itself alone if it fails halfway; past 64 KiB SQLite spills it to a temporary
-    // file (a first `cepis enrich` of 300,000 CEPs: 126 MB written and thrown away, and
-    // every write needing a writable temporary folder). In memory, it is a few pages, freed
-    // with each statement.
+    // file (a first `cepis enrich` wrote its journals there and threw them away, and every
+    // write needed a writable temporary folder; `5762576`). In memory, it is a few pages,
+    // freed with each statement.
     try db.run("PRAGMA temp_store = MEMORY")
     // A chunk's answers land on pages all over the file: a page cache of 8 MiB (default 2)
     // keeps the upper levels and recent pages from being read again, and a checkpoint every
@@ -683,11 +684,11 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     try db.run("PRAGMA cache_size = -8192")
     try db.run("PRAGMA wal_autocheckpoint = 4096")
     // Pages read through a memory map of the file, not copied by `pread` into the page cache:
-    // a run's reads land on pages all over a file several times the page cache's size
-    // (300,000 CEPs: a 37 MB file), and the copies were a third of their cost (a second
-    // `cepis enrich` through the cache: ~0.35 s less CPU of 3.8, A/B medians). Writes still go
-    // through the write-ahead log. The map covers the whole bounded file; SQLite maps no more
-    // than its build allows, and nothing where its build does not map at all.
+    // a run's reads land on pages all over a file several times the page cache's size, and
+    // the copies were a large part of their cost (a second `cepis enrich` through the cache,
+    // the A/B of `1caf81f`; Benchmarks/RESULTS.md, row `cached enrich, second run`). Writes
+    // still go through the write-ahead log. The map covers the whole bounded file; SQLite maps
+    // no more than its build allows, and nothing where its build does not map at all.
     try db.run("PRAGMA mmap_size = \(max(0, min(maxBytes, 1 << 30)) + (16 << 20))")
     for suffix in ["-wal", "-shm"] { _ = chmod(url.path + suffix, 0o600) }
     return nil

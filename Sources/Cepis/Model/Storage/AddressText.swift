@@ -3,9 +3,10 @@
 // A single lookup or a fallback builds its strings once, and they are kept as they are. A row
 // of a batch answer is kept as one buffer instead: its six fields, unescaped, copied from the
 // response in one allocation, with the CEP as a number, so that a million-row batch costs one
-// allocation per row rather than a `String` per field (the profile of `lookupMany` spent most
-// of its time there). A field becomes a `String` when it is read. The packed buffer's layout,
-// its writer and its reader change together: one file (some 410 lines).
+// allocation per row rather than a `String` per field (where the profile of `lookupMany` spent
+// most of its time: Benchmarks/ANALYSIS.md, "The batch decoder"). A field becomes a `String`
+// when it is read. The packed buffer's layout, its writer and its reader change together, so
+// they are one file.
 
 /// The text of an ``Address``: strings, or one packed batch row.
 enum AddressText: Sendable {
