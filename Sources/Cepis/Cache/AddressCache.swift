@@ -194,26 +194,30 @@ public final class AddressCache: Sendable {
 
   /// The store, opening the file (or falling back to memory) on first use.
   private func resolvedStore() -> any CacheStore {
-    backend.withLock { backend in
+    let (store, warning) = backend.withLock { backend -> (any CacheStore, String?) in
       switch backend {
       case .ready(let store):
-        return store
+        return (store, nil)
       case .unopenedFile(let url, let maxBytes):
         let store: any CacheStore
+        var warning: String?
         if let library = SQLiteLibrary.shared {
           store = SQLiteCacheStore(
             url: url, maxBytes: maxBytes, library: library,
             warn: { [weak self] in self?.warn($0) })
         } else {
-          warn(
+          warning =
             "\(SQLiteLibrary.loadFailure ?? "SQLite cannot be loaded"): the cache at "
-              + "\(url.path) works in memory only")
+            + "\(url.path) works in memory only"
           store = MemoryCacheStore(capacity: 100_000)
         }
         backend = .ready(store)
-        return store
+        return (store, warning)
       }
     }
+    // Outside the lock: a caller's `onWarning` may call back into the cache.
+    if let warning { warn(warning) }
+    return store
   }
 
   /// Runs `body` on the store: on the cache's queue for a file, in place in memory. An error
@@ -223,7 +227,7 @@ public final class AddressCache: Sendable {
   ) async -> T? {
     let store = resolvedStore()
     let run = runner(what, store, body)
-    guard store is SQLiteCacheStore else { return run() }
+    guard store.waitsForIO else { return run() }
     return await withCheckedContinuation { continuation in
       queue.async { [self] in
         // Answers stored before this call are written before it runs: the order asked in.
@@ -385,7 +389,7 @@ public final class AddressCache: Sendable {
   package func freshEntry(for cep: Int, edition: String) async -> CacheEntry? {
     guard let front else { return await freshEntries(for: [cep], edition: edition)[cep] }
     if let entry = front.withLock({ $0.value(for: cep) }), entry.edition == edition {
-      (resolvedStore() as? SQLiteCacheStore)?.noteUsed(CollectionOfOne(cep), now: now())
+      resolvedStore().noteUsed(CollectionOfOne(cep), now: now())
       return entry
     }
     guard let entry = await freshEntries(for: [cep], edition: edition)[cep] else { return nil }
@@ -431,8 +435,7 @@ public final class AddressCache: Sendable {
   ) async -> Bool {
     let now = self.now()
     return await perform("be read") { store -> Bool in
-      guard let file = store as? SQLiteCacheStore else { return false }
-      return try file.allBatchAnswers(
+      try store.allBatchAnswers(
         edition: edition, limit: limit, now: now, batchSize: batchSize, deliver: deliver)
     } ?? false
   }
@@ -440,7 +443,7 @@ public final class AddressCache: Sendable {
   /// Notes that `ceps` were used now (their recency, written with the file's next transaction): for
   /// answers read by ``allBatchAnswers(edition:limit:batchSize:deliver:)``, once a row uses them.
   package func noteUsed(_ ceps: [Int]) {
-    (resolvedStore() as? SQLiteCacheStore)?.noteUsed(ceps, now: now())
+    resolvedStore().noteUsed(ceps, now: now())
   }
 
   /// The entry held for `cep`, whatever its edition (for the stale answer).
@@ -484,7 +487,7 @@ public final class AddressCache: Sendable {
     _ answers: [(cep: Int, address: Address?)], kind: CacheEntryKind, edition: String
   ) async {
     let store = resolvedStore()
-    guard store is SQLiteCacheStore else {
+    guard store.waitsForIO else {
       await self.store(answers, kind: kind, edition: edition)
       return
     }
@@ -565,7 +568,7 @@ public final class AddressCache: Sendable {
   /// Returns once every store queued before the call is written (or failed, with a warning).
   package func drainStores() async {
     let store = resolvedStore()
-    guard store is SQLiteCacheStore else { return }
+    guard store.waitsForIO else { return }
     await withCheckedContinuation { continuation in
       queue.async { [self] in
         writeBacklog(to: store, trigger: .flush)
@@ -614,7 +617,8 @@ public final class AddressCache: Sendable {
 
   /// Closes the file (it opens again when needed), writing pending recency first.
   package func close() async {
-    guard let store = resolvedStore() as? SQLiteCacheStore else { return }
+    let store = resolvedStore()
+    guard store.waitsForIO else { return store.close() }
     await withCheckedContinuation { continuation in
       queue.async { [self] in
         writeBacklog(to: store, trigger: .flush)

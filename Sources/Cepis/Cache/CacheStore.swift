@@ -83,7 +83,14 @@ package struct CacheStatistics: Sendable, Hashable {
 
 /// Where a cache keeps its entries: in memory, or in a SQLite file. Every method may throw
 /// (the file); ``AddressCache`` turns every error into a miss and a warning.
+///
+/// Every operation the cache needs is a requirement here, so that the cache never asks which
+/// store it has; each store passes the store conformance suite (`CacheStoreConformanceTests`).
 package protocol CacheStore: Sendable {
+  /// Whether an operation may wait for I/O (a file). The cache then runs operations on a
+  /// queue of its own, off the caller's thread, and writes answers behind: grouped, in the
+  /// order asked. Otherwise it runs each in place, at once.
+  var waitsForIO: Bool { get }
   /// The entries held for `ceps` (those held only), each marked as used at `now`.
   func entries(for ceps: [Int], now: Date) throws -> [Int: CacheEntry]
   /// Stores `entries` in one transaction (see ``CacheEntry/replaces(_:)``), then keeps the
@@ -99,6 +106,21 @@ package protocol CacheStore: Sendable {
   func statistics() throws -> CacheStatistics
   /// Forgets every entry and the edition mark.
   func clear() throws
+  /// Notes that `ceps` were used at `now` (answered from a memory front, or preloaded), so
+  /// that they are kept before entries not used since; never waits for I/O.
+  func noteUsed(_ ceps: some Collection<Int>, now: Date)
+  /// Hands every answer of `edition` held to `deliver`, `batchSize` at a time, as a bulk
+  /// chunk would be answered with them (no `geo`); `deliver` is first told how many there
+  /// are and returns `false` to stop. Returns whether every answer was delivered: `false`,
+  /// with nothing delivered, when there are more than `limit` or when the store cannot read
+  /// everything faster than one look-up per CEP (then the bulk run asks CEP by CEP).
+  func allBatchAnswers(
+    edition: String, limit: Int, now: Date, batchSize: Int,
+    deliver: (_ answers: [PreloadedAnswer], _ total: Int) -> Bool
+  ) throws -> Bool
+  /// Releases what the store holds open (it opens again when used), after writing what it
+  /// keeps pending.
+  func close()
 }
 
 /// The in-memory store: at most `capacity` CEPs, the least recently used forgotten first.
@@ -118,6 +140,9 @@ package final class MemoryCacheStore: CacheStore {
   package init(capacity: Int) {
     state = LockedState(capacity: capacity)
   }
+
+  /// Memory never waits.
+  package var waitsForIO: Bool { false }
 
   private func locked<T>(_ body: (LockedState) throws -> T) rethrows -> T {
     state.lock.lock()
@@ -166,4 +191,21 @@ package final class MemoryCacheStore: CacheStore {
       state.mark = nil
     }
   }
+
+  /// Marks `ceps` most recently used, as a read does.
+  package func noteUsed(_ ceps: some Collection<Int>, now: Date) {
+    locked { state in
+      for cep in ceps { _ = state.map.value(for: cep) }
+    }
+  }
+
+  /// `false`, delivering nothing: the memory store holds what this process asked, so a bulk
+  /// run finds it as fast CEP by CEP as in one pass.
+  package func allBatchAnswers(
+    edition: String, limit: Int, now: Date, batchSize: Int,
+    deliver: (_ answers: [PreloadedAnswer], _ total: Int) -> Bool
+  ) -> Bool { false }
+
+  /// Nothing to release: the entries stay.
+  package func close() {}
 }

@@ -39,6 +39,9 @@ import Foundation
 /// CEPs read and not yet written back (`touches`) have a lock of their own, so that
 /// ``noteUsed(_:now:)`` never waits for the file; the rest is immutable.
 package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
+  /// A file: every operation may wait for the disk or another process's transaction.
+  package var waitsForIO: Bool { true }
+
   /// The schema this code writes and reads.
   package static let schemaVersion: Int64 = 2
   /// The `meta` row that tells our files from other SQLite databases.
@@ -56,6 +59,9 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   package let maxBytes: Int
   private let library: SQLiteLibrary
   private let warn: @Sendable (String) -> Void
+  /// Warnings raised while `lock` is held, given to `warn` once it is released: a caller's
+  /// `onWarning` never runs under one of our locks (it may call back into the cache).
+  private let heldWarnings = LockedValue<[String]>([])
   private let lock = NSLock()
   private var connection: SQLiteConnection?
   private let touches = LockedValue(PendingTouches())
@@ -562,6 +568,8 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   /// Runs `body` on the open connection, under the lock. A damaged file found on the way is
   /// moved aside (the call still fails; the next one uses the fresh file).
   private func withConnection<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    // Declared first, so it runs last: after the unlock.
+    defer { deliverHeldWarnings() }
     lock.lock()
     defer { lock.unlock() }
     do {
@@ -694,7 +702,17 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     return nil
   }
 
-  /// Renames the file (and its `-wal` and `-shm`) to `<name>.corrupt-<timestamp>` and warns.
+  /// Hands the warnings raised under `lock` to `warn`; called with `lock` released.
+  private func deliverHeldWarnings() {
+    let warnings = heldWarnings.withLock { held in
+      defer { held = [] }
+      return held
+    }
+    for warning in warnings { warn(warning) }
+  }
+
+  /// Renames the file (and its `-wal` and `-shm`) to `<name>.corrupt-<timestamp>` and warns
+  /// (once `lock`, held here, is released).
   private func moveAside(reason: String) {
     let formatter = DateFormatter()
     formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -708,11 +726,11 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     }
     let moved = rename(url.path, aside) == 0
     for suffix in ["-wal", "-shm"] { _ = rename(url.path + suffix, aside + suffix) }
-    if moved {
-      warn("cache file \(url.path) was moved aside to \(aside): \(reason); a fresh cache starts")
-    } else {
-      warn("cache file \(url.path) cannot be used (\(reason)) nor moved aside (errno \(errno))")
-    }
+    let warning =
+      moved
+      ? "cache file \(url.path) was moved aside to \(aside): \(reason); a fresh cache starts"
+      : "cache file \(url.path) cannot be used (\(reason)) nor moved aside (errno \(errno))"
+    heldWarnings.withLock { $0.append(warning) }
   }
 }
 
