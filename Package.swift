@@ -87,9 +87,11 @@ let package = Package(
       name: "CepisCacheStress", dependencies: ["Cepis"], path: "Tests/CepisCacheStress"),
     // Not a product: what several test targets share (child processes started without
     // Foundation's `Process`, whose Linux `run()` can crash a test process with many
-    // descriptors open; the transports a test parameterised over transports runs over).
+    // descriptors open; the transports a test parameterised over transports runs over; the
+    // mock server, transport and CPF fixtures).
     .target(
-      name: "CepisTestSupport", dependencies: ["CepisHTTP", "CepisSupport"],
+      name: "CepisTestSupport",
+      dependencies: ["CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments"],
       path: "Tests/CepisTestSupport"),
     // The transport conformance suite runs against CepisMock over real sockets.
     .testTarget(

@@ -9,7 +9,7 @@ import Testing
 struct EndToEndTests {
   @Test(arguments: testedTransportKinds)
   func theNamedTransportIsOnTheWire(transport: Transport.Kind) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let client = makeClient(server, transport)
       #expect(client.transport.kind == transport)
       _ = try await client.lookup(knownPerson(server).cpf)
@@ -19,7 +19,7 @@ struct EndToEndTests {
 
   @Test(arguments: testedTransportKinds)
   func theKeyNeverFollowsARedirectToAnotherOrigin(transport: Transport.Kind) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let person = knownPerson(server)
       let port = try #require(server.baseURL.port)
       // The same server under another name: had the client followed, the log would show it.
@@ -47,7 +47,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func validCPFReturnsThePerson(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let expected = knownPerson(server)
       let person = try await makeClient(server, transport).lookup(expected.cpf)
       #expect(person.cpf.digits == expected.cpf)
@@ -74,7 +74,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func formattedInputIsSentAsDigits(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let expected = knownPerson(server, index: 1)
       let formatted = try CPF(expected.cpf).formatted
       let person = try await makeClient(server, transport).lookup(" \(formatted) ")
@@ -86,7 +86,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func v1PathPrefix(transport: Transport.Kind)
     async throws
   {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let expected = knownPerson(server, index: 2)
       let person = try await makeClient(server, transport, pathPrefix: "/v1/cpf/").lookup(
         expected.cpf)
@@ -97,7 +97,7 @@ struct EndToEndTests {
 
   @Test(arguments: testedTransportKinds)
   func wrongCheckDigitsFailLocallyWithZeroRequests(transport: Transport.Kind) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let digits = wrongCheckDigit(knownPerson(server).cpf)
       let error = await expectCPFHubError { try await makeClient(server, transport).lookup(digits) }
       guard case .invalidCPF(.checkDigitMismatch?) = error else {
@@ -115,7 +115,7 @@ struct EndToEndTests {
   func malformedCPFsFailLocallyWithZeroRequests(transport: Transport.Kind, _ input: String)
     async throws
   {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let error = await expectCPFHubError { try await makeClient(server, transport).lookup(input) }
       guard case .invalidCPF(let reason?) = error else {
         Issue.record("got \(String(describing: error))")
@@ -130,7 +130,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func missingKeyFailsWithZeroRequests(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let person = knownPerson(server)
       for environment in [[:], ["CPFHUB_API_KEY": ""], ["CPFHUB_API_KEY": "  \n"]] {
         let client = makeClient(server, transport, apiKey: nil, environment: environment)
@@ -146,7 +146,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func keyFallsBackToTheEnvironment(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let expected = knownPerson(server)
       let client = makeClient(
         server, transport, apiKey: nil, environment: ["CPFHUB_API_KEY": testKey])
@@ -160,7 +160,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func explicitKeyWinsOverTheEnvironment(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let client = makeClient(
         server, transport, apiKey: "wrong", environment: ["CPFHUB_API_KEY": testKey])
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
@@ -171,7 +171,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func wrongKeyIsUnauthorizedAndNotRetried(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let client = makeClient(server, transport, apiKey: "not-the-key")
       let error = await expectCPFHubError { try await client.lookup(knownPerson(server).cpf) }
       #expect(error == .unauthorized(status: 401))
@@ -183,7 +183,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func forbiddenIsUnauthorized(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.status(403)])
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
@@ -196,7 +196,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func unknownCPFIsNotFound(transport: Transport.Kind)
     async throws
   {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let cpf = unknownCPF(server)
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(cpf.digits)
@@ -210,7 +210,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func successFalseIsNotFound(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.successFalse])
       let person = knownPerson(server)
       let error = await expectCPFHubError {
@@ -225,7 +225,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func apiRejectionIsInvalidCPF(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.status(400)])
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
@@ -238,7 +238,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func rateLimitedThenSuccess(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.status(429, retryAfter: "1")])
       let expected = knownPerson(server)
       let person = try await makeClient(server, transport).lookup(expected.cpf)
@@ -250,7 +250,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func retryAfterIsHonoured(transport: Transport.Kind)
     async throws
   {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.status(429, retryAfter: "1")])
       let start = Date()
       _ = try await makeClient(server, transport, backoffMax: 2).lookup(knownPerson(server).cpf)
@@ -264,7 +264,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func rateLimitedExhausted(transport: Transport.Kind)
     async throws
   {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, Array(repeating: .status(429, retryAfter: "0"), count: 3))
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
@@ -278,7 +278,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func serviceUnavailableExhausted(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, Array(repeating: .status(503), count: 3))
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
@@ -292,7 +292,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func serverErrorThenSuccess(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.status(500), .status(502)])
       let expected = knownPerson(server)
       let person = try await makeClient(server, transport).lookup(expected.cpf)
@@ -304,7 +304,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func slowHeadersTimeOut(transport: Transport.Kind)
     async throws
   {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.delayHeaders(10), .delayHeaders(10)])
       let client = makeClient(server, transport, timeout: 0.2, maxAttempts: 2)
       let start = Date()
@@ -323,7 +323,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func totalTimeoutIsEnforced(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.delayHeaders(10)])
       let client = makeClient(server, transport, timeout: 8, totalTimeout: 0.25)
       let start = Date()
@@ -338,7 +338,7 @@ struct EndToEndTests {
 
   @Test(arguments: testedTransportKinds)
   func connectionResetIsANetworkErrorAfterRetries(transport: Transport.Kind) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, Array(repeating: .resetBeforeHeaders, count: 3))
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
@@ -370,7 +370,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func htmlPageIsAnInvalidResponse(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.htmlPortal])
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
@@ -387,7 +387,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func wrongShapeJSONIsAnInvalidResponse(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.wrongShapeJSON])
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
@@ -402,7 +402,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func answerForAnotherCPFIsAnInvalidResponse(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let other = knownPerson(server, index: 3)
       let body =
         #"{"success":true,"data":{"cpf":"\#(other.cpf)","name":"X","nameUpper":"X","#
@@ -418,7 +418,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func oversizedBodyIsAnInvalidResponse(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.oversizedBody(bytes: 2 << 20)])
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
@@ -438,7 +438,7 @@ struct EndToEndTests {
       "http://127.0.0.1.example.com", "http://[::2]", "http://localhost.example.com",
     ])
   func cleartextIsRefusedWithZeroRequests(transport: Transport.Kind, _ base: String) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       // Aim at the mock's port, so that a request that did go out would show in its log.
       let url = URL(string: "\(base):\(server.port)")!
       let error = await expectCPFHubError {
@@ -456,7 +456,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func loopbackNamesAreAllowedOverHTTP(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let expected = knownPerson(server)
       let url = URL(string: "http://localhost:\(server.port)")!
       let person = try await makeClient(server, transport, baseURL: url).lookup(expected.cpf)
@@ -467,7 +467,7 @@ struct EndToEndTests {
   @Test(arguments: testedTransportKinds) func cancellationEndsTheCallPromptly(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       server.script(.cpf, [.delayHeaders(10)])
       let client = makeClient(server, transport)
       let cpf = knownPerson(server).cpf

@@ -49,7 +49,7 @@ struct SecretsTests {
 
   @Test(arguments: testedTransportKinds)
   func noErrorRevealsTheKeyTheCPFOrThePerson(transport: Transport.Kind) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let person = knownPerson(server)
       let cpf = try CPF(person.cpf)
       let errors = await everyError(server, transport, person: person)
@@ -93,7 +93,7 @@ struct SecretsTests {
   @Test(arguments: testedTransportKinds) func theKeyTravelsOnlyInItsHeader(
     transport: Transport.Kind
   ) async throws {
-    try await withServer { server in
+    try await withMockServer(.acceptingTestKey) { server in
       let person = knownPerson(server)
       _ = try await makeClient(server, transport).lookup(person.cpf)
       let request = try #require(server.requests.first)

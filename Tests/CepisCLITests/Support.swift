@@ -162,25 +162,10 @@ struct Running {
   }
 }
 
-/// Runs `body` with a started mock server, stopping it afterwards.
-func withMock<T>(
-  _ configuration: MockServer.Configuration = .init(),
-  _ body: (MockServer) async throws -> T
-) async throws -> T {
-  try await MockServer.withServer(configuration, body)
-}
-
 /// A temporary directory removed by the caller.
 func temporaryDirectory() throws -> URL {
   let url = FileManager.default.temporaryDirectory
     .appendingPathComponent("cepis-cli-\(UUID().uuidString)")
   try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
   return url
-}
-
-/// The transport that sent `record`, told from the wire alone: Foundation's `URLSession` adds
-/// `Accept-Language` to every request it sends, AsyncHTTPClient sends only the headers it is
-/// given. A matrix test can so check that the transport it names is the one that talked.
-func wireTransport(_ record: MockRequestRecord) -> Transport.Kind {
-  record.headers["accept-language"] == nil ? .asyncHTTPClient : .urlSession
 }

@@ -1,16 +1,9 @@
 import CepisHTTP
 import CepisMock
+import CepisTestSupport
 import Foundation
 
 @testable import Cepis
-
-/// Starts a CepisMock server on 127.0.0.1 (port 0), runs `body`, and always stops it.
-func withMockServer<T>(
-  _ configuration: MockServer.Configuration = .init(),
-  _ body: (MockServer) async throws -> T
-) async throws -> T {
-  try await MockServer.withServer(configuration, body)
-}
 
 /// The one way these tests build a client that talks to a server: over `transport`, with fast
 /// backoff so that retry paths stay quick. Every network test goes through it, so a test run
@@ -53,19 +46,6 @@ func fastClient(
     retryBudget: retryBudget)
 }
 
-/// A new transport of `kind`; every kind in `Transport.availableKinds` exists in this build.
-func makeTransport(_ kind: Transport.Kind) -> Transport {
-  guard let transport = Transport.make(kind) else {
-    preconditionFailure("\(kind) is listed as available but cannot be made")
-  }
-  return transport
-}
-
-/// The requests the server logged on one route.
-func requests(_ server: MockServer, on route: MockRoute) -> [MockRequestRecord] {
-  server.requests.filter { $0.route == route }
-}
-
 /// The truth for `cep`, as the mock serves it, converted to the client's type.
 func expectedAddress(_ server: MockServer, _ cep: String, withGeo: Bool = true) -> Address? {
   guard let truth = server.dataset.address(for: cep) else { return nil }
@@ -106,11 +86,4 @@ func waitForRequests(_ server: MockServer, on route: MockRoute, count: Int) asyn
     guard Date() < deadline else { throw CepisError.networkError(message: "request never arrived") }
     try await Task.sleep(nanoseconds: 10_000_000)
   }
-}
-
-/// The transport that sent `record`, told from the wire alone: Foundation's `URLSession` adds
-/// `Accept-Language` to every request it sends, AsyncHTTPClient sends only the headers it is
-/// given. A matrix test can so check that the transport it names is the one that talked.
-func wireTransport(_ record: MockRequestRecord) -> Transport.Kind {
-  record.headers["accept-language"] == nil ? .asyncHTTPClient : .urlSession
 }

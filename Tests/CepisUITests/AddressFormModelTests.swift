@@ -69,7 +69,7 @@
     ]
 
     @Test(arguments: typedCases) func cepIsFormattedAsSet(_ typed: Typed) async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL), clock)
         form.cep = typed.input
@@ -89,7 +89,7 @@
     @Test(arguments: testedTransportKinds) func oneRequestPerFinishedCEP(
       _ kind: Transport.Kind
     ) async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL, kind), clock)
         let shown = type("01001000", into: form)
@@ -129,7 +129,7 @@
     @Test(arguments: testedTransportKinds) func theClientsFallbacksFillTheFormWhileCepIsIsDown(
       _ kind: Transport.Kind
     ) async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         server.setMode(.cep, [.status(503)])
         let client = Client(
           baseURL: server.baseURL, timeout: 5, maxAttempts: 1, totalTimeout: 10,
@@ -157,7 +157,7 @@
     }
 
     @Test func aCEPChangedWithinTheDebounceIsNeverAsked() async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL), clock)
         form.cep = "20040020"
@@ -185,7 +185,7 @@
     @Test(arguments: testedTransportKinds) func aStaleAnswerNeverLands(
       _ kind: Transport.Kind
     ) async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL, kind), clock)
         // The first CEP's answer is slow.
@@ -221,7 +221,7 @@
     }
 
     @Test func deletingADigitCancelsTheLookupInFlight() async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL), clock)
         server.script(.cep, [.delayHeaders(2)])
@@ -245,7 +245,7 @@
     // MARK: - The fields
 
     @Test func theCustomersEditsAreKept() async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL), clock)
         let first = try truth(server, "01001000")
@@ -279,7 +279,7 @@
     }
 
     @Test func theComplementIsFilledOnlyWhenEmpty() async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL), clock)
         let first = try truth(server, "01001000")
@@ -327,7 +327,7 @@
     }
 
     @Test func anotherCEPClearsWhatTheModelFilledForTheFirst() async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL, maxAttempts: 1), clock)
         form.cep = "01001000"
@@ -355,7 +355,7 @@
     // MARK: - Not found, offline, retry
 
     @Test func notFoundLeavesTheFieldsToTheCustomer() async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL), clock)
         let cep = unknownCEP(server)
@@ -422,7 +422,7 @@
     }
 
     @Test func retryAsksAgainAtOnce() async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL, maxAttempts: 2), clock)
         server.script(.cep, [.status(503), .status(503)])
@@ -450,7 +450,7 @@
     }
 
     @Test func aFormThatIsGoneAsksNothing() async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         var form: AddressFormModel? = makeForm(makeCEPClient(server.baseURL), clock)
         form?.cep = "01001000"
@@ -466,7 +466,7 @@
     // MARK: - What the screen and the submit button rely on
 
     @Test func observersOfStateAndCEPAreNotified() async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL), clock)
         let cepChanged = Flag()
@@ -509,7 +509,7 @@
     }
 
     @Test func addressIsTheValueToSubmit() async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let clock = ManualClock()
         let form = makeForm(makeCEPClient(server.baseURL), clock)
         let truth = try truth(server, "01001000")

@@ -14,7 +14,7 @@
     @Test(arguments: testedTransportKinds) func successShowsThePerson(
       transport: Transport.Kind
     ) async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let expected = knownPerson(server)
         let model = CPFLookupModel(client: makeClient(server, transport), input: expected.cpf)
         #expect(!model.isLoading)
@@ -31,7 +31,7 @@
     @Test(arguments: testedTransportKinds) func loadingFlagIsSetWhileTheLookupRuns(
       transport: Transport.Kind
     ) async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         server.script(.cpf, [.delayHeaders(0.2)])
         let model = CPFLookupModel(
           client: makeClient(server, transport), input: knownPerson(server).cpf)
@@ -47,7 +47,7 @@
     @Test(arguments: testedTransportKinds) func observersAreNotified(
       transport: Transport.Kind
     ) async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let model = CPFLookupModel(
           client: makeClient(server, transport), input: knownPerson(server).cpf)
         let changed = Flag()
@@ -127,7 +127,7 @@
     func errorsShowTheirPortugueseMessage(transport: Transport.Kind, _ scenario: Scenario)
       async throws
     {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         if !scenario.faults.isEmpty { server.script(.cpf, scenario.faults) }
         let client = makeClient(
           server, transport, apiKey: scenario.apiKey, baseURL: scenario.baseURL,
@@ -145,7 +145,7 @@
     @Test(arguments: testedTransportKinds) func errorIsClearedByTheNextSuccess(
       transport: Transport.Kind
     ) async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let model = CPFLookupModel(client: makeClient(server, transport), input: "1")
         await model.lookup()
         #expect(model.errorMessage != nil)
@@ -159,7 +159,7 @@
     @Test(arguments: testedTransportKinds) func aNewLookupCancelsTheStaleOne(
       transport: Transport.Kind
     ) async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         let first = knownPerson(server, index: 0)
         let second = knownPerson(server, index: 1)
         server.script(.cpf, [.delayHeaders(10)])
@@ -192,7 +192,7 @@
     @Test(arguments: testedTransportKinds) func cancelStopsTheLookup(
       transport: Transport.Kind
     ) async throws {
-      try await withServer { server in
+      try await withMockServer(.acceptingTestKey) { server in
         server.script(.cpf, [.delayHeaders(0.5)])
         let model = CPFLookupModel(
           client: makeClient(server, transport), input: knownPerson(server).cpf)

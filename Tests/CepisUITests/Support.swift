@@ -3,21 +3,10 @@ import CPFHub
 import Cepis
 import CepisMock
 import CepisSupport
+import CepisTestSupport
 import CepisUI
 import Foundation
 import Testing
-
-/// The key the mock accepts in these tests: distinctive, so a leak is easy to find.
-let testKey = "sk_test_9f8e7d6c5b4a-SECRET"
-
-/// Starts a mock server that speaks cep.is and cpfhub.io, runs `body`, and stops the server
-/// whatever happens.
-func withServer<T>(
-  isolation: isolated (any Actor)? = #isolation,
-  _ body: (MockServer) async throws -> T
-) async throws -> T {
-  try await MockServer.withServer(.init(cpfAPIKeys: [testKey]), isolation: isolation, body)
-}
 
 // MARK: - CEP
 
@@ -168,25 +157,6 @@ func makeClient(
     pathPrefix: "/cpf", timeout: timeout, maxAttempts: maxAttempts, backoffBase: 0.01,
     backoffMax: 0.05, totalTimeout: totalTimeout, userAgent: nil, transport: made,
     retryBudget: .standard, environment: [:])
-}
-
-/// A person the mock knows.
-func knownPerson(_ server: MockServer, index: Int = 0) -> MockPerson {
-  server.dataset.people[index % server.dataset.people.count]
-}
-
-/// A valid CPF the mock does not know.
-func unknownCPF(_ server: MockServer) -> CPF {
-  while true {
-    let cpf = CPF.random()
-    if server.dataset.person(for: cpf.digits) == nil { return cpf }
-  }
-}
-
-/// `digits` with its last check digit changed, so it fails validation.
-func wrongCheckDigit(_ digits: String) -> String {
-  let last = Int(String(digits.last!))!
-  return String(digits.dropLast()) + String((last + 1) % 10)
 }
 
 /// The kind of the failure in `state` (`"server_error"`, `"network_error"`…), or `nil` when

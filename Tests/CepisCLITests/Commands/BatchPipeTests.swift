@@ -56,7 +56,7 @@ struct BatchPipeTests {
     transport: Transport.Kind
   ) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let input = Pipe()
         let output = Pipe()
         let child = try ChildProcess.spawn(

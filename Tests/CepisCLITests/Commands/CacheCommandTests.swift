@@ -1,5 +1,6 @@
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -29,7 +30,7 @@ struct CacheCommandTests {
     let folder = try Self.folder()
     defer { try? FileManager.default.removeItem(at: folder) }
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let url = server.baseURL.absoluteString
         let cache = ["--cache", folder.path + "/"]
         let first = try await CLI.run(
@@ -70,7 +71,7 @@ struct CacheCommandTests {
   @Test func theDefaultFolderAndTheEnvironment() async throws {
     let home = try Self.folder()
     defer { try? FileManager.default.removeItem(at: home) }
-    try await withMock { server in
+    try await withMockServer { server in
       let url = server.baseURL.absoluteString
       // CEPIS_CACHE empty: the default folder, under XDG_CACHE_HOME.
       let env = ["CEPIS_CACHE": "", "XDG_CACHE_HOME": home.path]
@@ -111,7 +112,7 @@ struct CacheCommandTests {
     defer { try? FileManager.default.removeItem(at: folder) }
     let file = folder.appendingPathComponent("cache.sqlite")
     try Data(repeating: 0x5A, count: 8_192).write(to: file)
-    try await withMock { server in
+    try await withMockServer { server in
       let result = try await CLI.run(
         ["lookup", "--base-url", server.baseURL.absoluteString, "01001000", "--cache", file.path])
       #expect(result.status == 0 && result.out.contains("Praça da Sé"))

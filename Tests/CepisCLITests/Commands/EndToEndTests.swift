@@ -1,5 +1,6 @@
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -24,7 +25,7 @@ struct EndToEndTests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock(.init(cpfAPIKeys: ["k"])) { server in
+      try await withMockServer(.init(cpfAPIKeys: ["k"])) { server in
         let url = server.baseURL.absoluteString
         let person = try #require(server.dataset.people.first)
         let lookup = try await CLI.run(["lookup", "--base-url", url, "01001000"])
@@ -67,7 +68,7 @@ struct EndToEndTests {
       #expect(lines.last?.hasPrefix("cepis: hint: no internet? 'cepis mock'") == true)
       #expect(lines.last?.contains("--base-url") == true)
       // A CEP that is simply not found is no reason for the hint.
-      try await withMock { server in
+      try await withMockServer { server in
         let missing = try await CLI.run(
           ["lookup", "--base-url", server.baseURL.absoluteString, "10000009"])
         #expect(missing.status == 1)
@@ -115,7 +116,7 @@ struct EndToEndTests {
 
   @Test(arguments: cliTransports) func lookupInEveryFormat(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let url = server.baseURL.absoluteString
         let sample = server.dataset.address(for: "01001000")!
         let text = try await CLI.run(["lookup", "--base-url", url, "01001-000"])
@@ -184,7 +185,7 @@ struct EndToEndTests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         server.setMode(.cep, [.status(503)])
         let result = try await CLI.run([
           "lookup", "--base-url", server.baseURL.absoluteString, "--attempts", "2", "01001000",
@@ -202,7 +203,7 @@ struct EndToEndTests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let input = "10000001\n01001-000\n\nabc\n10000009\n10000001\n"
         let ndjson = try await CLI.run(
           ["batch", "--base-url", server.baseURL.absoluteString, "--format", "ndjson"],
@@ -243,7 +244,7 @@ struct EndToEndTests {
 
   @Test(arguments: cliTransports) func healthStatuses(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let url = server.baseURL.absoluteString
         let ok = try await CLI.run(["health", "--base-url", url])
         #expect(ok.status == 0)
@@ -293,7 +294,7 @@ struct EndToEndTests {
   {
     try await CLI.$transport.withValue(transport) {
       let configuration = MockServer.Configuration(cpfAPIKeys: ["right-key"])
-      try await withMock(configuration) { server in
+      try await withMockServer(configuration) { server in
         let url = server.baseURL.absoluteString
         let person = try #require(server.dataset.people.first)
         let ok = try await CLI.run(

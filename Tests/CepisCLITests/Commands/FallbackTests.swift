@@ -1,5 +1,6 @@
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -61,7 +62,7 @@ struct FallbackEndToEndCLITests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         server.setMode(.cep, [.status(503)])
         let url = server.baseURL.absoluteString
         let text = try await CLI.run([
@@ -98,7 +99,7 @@ struct FallbackEndToEndCLITests {
 
   @Test(arguments: cliTransports) func environmentAndNone(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         server.setMode(.cep, [.status(503)])
         let url = server.baseURL.absoluteString
         let env = ["CEPIS_BASE_URL": url, "CEPIS_FALLBACK": "brasilapi=\(url)"]
@@ -125,7 +126,7 @@ struct FallbackEndToEndCLITests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         server.setMode(.cep, [.status(503)])
         server.setMode(.viaCEP, [.status(502)])
         server.setMode(.brasilAPI, [.brasilAPIOutage])
@@ -147,7 +148,7 @@ struct FallbackEndToEndCLITests {
 
   @Test(arguments: cliTransports) func hedgeAfter(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         server.script(.cep, [.delayHeaders(30)])
         let url = server.baseURL.absoluteString
         let start = Date()

@@ -1,5 +1,6 @@
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -46,7 +47,7 @@ struct ProxyTests {
   @Test("lookup --proxy goes through the proxy", arguments: cliTransports)
   func lookupThroughProxy(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let proxy = try ForwardProxy(upstreamPort: try #require(server.baseURL.port))
         defer { proxy.stop() }
         // No resolver knows this host: only the proxy can have reached the mock.
@@ -68,7 +69,7 @@ struct ProxyTests {
     arguments: cliTransports)
   func environmentProxy(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let proxy = try ForwardProxy(upstreamPort: try #require(server.baseURL.port))
         defer { proxy.stop() }
         var env = Self.noProxyVariables
@@ -91,7 +92,7 @@ struct ProxyTests {
   @Test("https asks the proxy for a CONNECT tunnel", arguments: cliTransports)
   func httpsThroughProxy(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let proxy = try ForwardProxy(upstreamPort: try #require(server.baseURL.port))
         defer { proxy.stop() }
         var env = Self.noProxyVariables

@@ -1,5 +1,6 @@
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -14,7 +15,7 @@ struct SecretsTests {
   {
     try await CLI.$transport.withValue(transport) {
       let configuration = MockServer.Configuration(cpfAPIKeys: [Self.secret])
-      try await withMock(configuration) { server in
+      try await withMockServer(configuration) { server in
         let url = server.baseURL.absoluteString
         let person = try #require(server.dataset.people.first)
         let digits = person.cpf

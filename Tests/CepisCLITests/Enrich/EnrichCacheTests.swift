@@ -1,5 +1,6 @@
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -47,7 +48,7 @@ struct EnrichCacheTests {
   @Test(arguments: cliTransports)
   func aSecondRunAsksOnlyTheEdition(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         // 2,400 rows, 1,200 distinct CEPs, repeats far apart.
@@ -94,7 +95,7 @@ struct EnrichCacheTests {
   @Test(arguments: cliTransports)
   func fourProcessesShareOneCacheFile(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let cache = directory.appendingPathComponent("shared.sqlite").path
@@ -130,7 +131,7 @@ struct EnrichCacheTests {
   }
 
   @Test func aCacheWarningReachesStderrEvenWithQuiet() async throws {
-    try await withMock { server in
+    try await withMockServer { server in
       let directory = try temporaryDirectory()
       defer { try? FileManager.default.removeItem(at: directory) }
       let ceps = Self.existing(0..<600)
@@ -154,7 +155,7 @@ struct EnrichCacheTests {
   @Test(arguments: cliTransports)
   func batchUsesTheCacheToo(transport: Transport.Kind) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let lines = Self.existing(0..<700).map(Self.digits).joined(separator: "\n") + "\n"

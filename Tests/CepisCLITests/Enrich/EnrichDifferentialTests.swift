@@ -1,6 +1,7 @@
 import BrazilianDocuments
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -125,7 +126,7 @@ struct EnrichDifferentialTests {
         // some answers come back reordered, short, duplicated or padded.
         configuration.chaos = MockChaos(seed: UInt64(run.memo) &+ 99, rate: 0.35)
       }
-      try await withMock(configuration) { server in
+      try await withMockServer(configuration) { server in
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let input = directory.appendingPathComponent("in.csv")

@@ -1,6 +1,7 @@
 import BrazilianDocuments
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -86,7 +87,7 @@ struct EnrichRequestTests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         var slots: [Int] = []
         for index in 0..<4_000 { slots += Array(repeating: index, count: 5) }
         slots += Array(repeating: -1, count: 200)
@@ -131,7 +132,7 @@ struct EnrichRequestTests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         var fixture = Fixture()
         for index in 0..<1_500 { fixture.add(Self.cep(index), dataset: server.dataset) }
         var generator = SplitMix64(state: 5)
@@ -167,7 +168,7 @@ struct EnrichRequestTests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         server.script(.csv, [.status(503)])
         // 500 CEPs (the first chunk, which fails), 500 more, then the first 500 again: their
         // first rows say error, their repeats are answered.
@@ -203,7 +204,7 @@ struct EnrichRequestTests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         var fixture = Fixture()
         let hot = Self.cep(5_000)
         for turn in 0..<3 {
@@ -238,7 +239,7 @@ struct EnrichRequestTests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         var fixture = Fixture()
         for row in 0..<6_000 {
           fixture.add(Self.cep(row * 7 % 2_000, masked: row % 3 == 0), dataset: server.dataset)
@@ -295,7 +296,7 @@ struct EnrichRequestTests {
     transport: Transport.Kind
   ) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let url = server.baseURL.absoluteString
         let text = Data("cep\n01001000\n01001-000\nx\n".utf8)
         let result = try await CLI.run(

@@ -1,5 +1,6 @@
 import Cepis
 import CepisMock
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -36,7 +37,7 @@ struct EnrichTests {
     transport: Transport.Kind
   ) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let d = server.dataset
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -87,7 +88,7 @@ struct EnrichTests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         let text = "name;x,postal\nana,01001000\n"
         let result = try await CLI.run(
           ["enrich", "-", "--column", "POSTAL", "--base-url", server.baseURL.absoluteString],
@@ -102,7 +103,7 @@ struct EnrichTests {
   }
 
   @Test func progressOnlyWhenAskedForOffATerminal() async throws {
-    try await withMock { server in
+    try await withMockServer { server in
       let url = server.baseURL.absoluteString
       let text = Data("cep\n01001000\n".utf8)
       let quiet = try await CLI.run(["enrich", "-", "--base-url", url], stdin: text)
@@ -129,7 +130,7 @@ struct EnrichTests {
   }
 
   @Test func unterminatedQuoteWritesTheRowsBeforeAndExits1() async throws {
-    try await withMock { server in
+    try await withMockServer { server in
       let text = "cep,note\n01001000,ok\n10000001,\"never closed\n10000011,x\n"
       let result = try await CLI.run(
         ["enrich", "-", "--base-url", server.baseURL.absoluteString], stdin: Data(text.utf8))
@@ -146,7 +147,7 @@ struct EnrichTests {
     transport: Transport.Kind
   ) async throws {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         server.setMode(.csv, [.status(503)])
         let text = "cep\n01001000\nabc\n"
         let url = server.baseURL.absoluteString
@@ -173,7 +174,7 @@ struct EnrichTests {
   {
     try await CLI.$transport.withValue(transport) {
       let configuration = MockServer.Configuration(chaos: MockChaos(seed: 7, rate: 0.3))
-      try await withMock(configuration) { server in
+      try await withMockServer(configuration) { server in
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let input = directory.appendingPathComponent("in.csv")
@@ -239,7 +240,7 @@ struct EnrichTests {
     async throws
   {
     try await CLI.$transport.withValue(transport) {
-      try await withMock { server in
+      try await withMockServer { server in
         server.setMode(.csv, [.delayHeaders(0.05)])
         let url = server.baseURL.absoluteString
         let directory = try temporaryDirectory()

@@ -1,6 +1,7 @@
 import Cepis
 import CepisMock
 import CepisSupport
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -92,7 +93,7 @@ struct ExcelFileTests {
 
   @Test(arguments: dialects)
   func enrichKeepsTheDialectAndAnswersEveryRowForItsOwnCEP(_ dialect: Dialect) async throws {
-    try await withMock(.init(dataset: Self.dataset)) { server in
+    try await withMockServer(.init(dataset: Self.dataset)) { server in
       let directory = try temporaryDirectory()
       defer { try? FileManager.default.removeItem(at: directory) }
       let inputURL = directory.appendingPathComponent("clientes.csv")
@@ -163,7 +164,7 @@ struct ExcelFileTests {
   }
 
   @Test func outputEncodingUTF8ConvertsAWindows1252File() async throws {
-    try await withMock(.init(dataset: Self.dataset)) { server in
+    try await withMockServer(.init(dataset: Self.dataset)) { server in
       let dialect = Self.dialects[0]
       let directory = try temporaryDirectory()
       defer { try? FileManager.default.removeItem(at: directory) }
@@ -186,7 +187,7 @@ struct ExcelFileTests {
   }
 
   @Test func aByteNeitherUTF8NorWindows1252StopsAtItsLine() async throws {
-    try await withMock(.init(dataset: Self.dataset)) { server in
+    try await withMockServer(.init(dataset: Self.dataset)) { server in
       let directory = try temporaryDirectory()
       defer { try? FileManager.default.removeItem(at: directory) }
       let inputURL = directory.appendingPathComponent("in.csv")
@@ -222,7 +223,7 @@ struct ExcelFileTests {
   }
 
   @Test func strictCEPKeepsSevenDigitsInvalid() async throws {
-    try await withMock(.init(dataset: Self.dataset)) { server in
+    try await withMockServer(.init(dataset: Self.dataset)) { server in
       let directory = try temporaryDirectory()
       defer { try? FileManager.default.removeItem(at: directory) }
       let inputURL = directory.appendingPathComponent("in.csv")
@@ -245,7 +246,7 @@ struct ExcelFileTests {
       MockAddress(
         cep: "30110000", logradouro: "Rua Łódź", complemento: "", bairro: "Centro",
         localidade: "Belo Horizonte", uf: "MG", ibge: "3106200"))
-    try await withMock(.init(dataset: MockDataset(addresses: addresses))) { server in
+    try await withMockServer(.init(dataset: MockDataset(addresses: addresses))) { server in
       let directory = try temporaryDirectory()
       defer { try? FileManager.default.removeItem(at: directory) }
       let inputURL = directory.appendingPathComponent("in.csv")
@@ -264,7 +265,7 @@ struct ExcelFileTests {
   }
 
   @Test func batchReadsTheCEPColumnOfAFileFromExcel() async throws {
-    try await withMock(.init(dataset: Self.dataset)) { server in
+    try await withMockServer(.init(dataset: Self.dataset)) { server in
       let dialect = Self.dialects[0]
       let result = try await CLI.run(
         ["batch", "-", "--base-url", server.baseURL.absoluteString, "--format", "csv"],
@@ -287,7 +288,7 @@ struct ExcelFileTests {
   }
 
   @Test func batchLinesStayLinesAndStrictCEPHolds() async throws {
-    try await withMock(.init(dataset: Self.dataset)) { server in
+    try await withMockServer(.init(dataset: Self.dataset)) { server in
       let base = ["batch", "--base-url", server.baseURL.absoluteString, "--format", "csv"]
       let lenient = try await CLI.run(base, stdin: Data("1001000\n01001000\n".utf8))
       let strict = try await CLI.run(base + ["--strict-cep"], stdin: Data("1001000\n".utf8))

@@ -1,6 +1,7 @@
 import CepisHTTP
 import CepisMock
 import CepisSupport
+import CepisTestSupport
 import Foundation
 
 @testable import Cepis

@@ -1,4 +1,5 @@
 #if AsyncHTTPClient
+  import CepisTestSupport
   import AsyncHTTPClient
   import CepisMock
   import Foundation

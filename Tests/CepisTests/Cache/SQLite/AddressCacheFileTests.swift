@@ -1,6 +1,7 @@
 import BrazilianDocuments
 import CepisMock
 import CepisSupport
+import CepisTestSupport
 import Foundation
 import Testing
 
