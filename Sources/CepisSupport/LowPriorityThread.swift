@@ -19,8 +19,10 @@ package final class LowPriorityThread: Sendable {
   private let box: Box
 
   /// The state the thread shares with its owner: the thread holds the box, never the owner.
+  ///
+  /// `@unchecked Sendable` is sound: `pending`, `started` and `stopping` are only touched with
+  /// `condition` locked; the other fields are constants.
   private final class Box: @unchecked Sendable {
-    // `pending`, `started` and `stopping` are only touched with `condition` locked.
     let condition = NSCondition()
     var pending: [@Sendable () -> Void] = []
     var started = false

@@ -152,6 +152,10 @@ struct StreamedLines: AsyncSequence, @unchecked Sendable {
   /// Reads blocks of an input on a thread of its own (at the program's priority: nice 0
   /// changes nothing), one block per `read()`. A reader stopped while the input is quiet
   /// leaves its thread waiting for the input's next bytes or end; the thread then ends.
+  ///
+  /// `@unchecked Sendable` is sound: its fields are constants, and `input` (an `InputFile`,
+  /// not `Sendable`) is read only on `thread`, one block at a time, each `read()` waiting for
+  /// the last.
   final class BlockReader: @unchecked Sendable {
     private let input: InputFile
     private let thread = LowPriorityThread(name: "cepis-stdin", niceValue: 0)

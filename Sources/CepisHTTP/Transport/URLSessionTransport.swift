@@ -152,8 +152,10 @@ package final class URLSessionTransport: HTTPTransport {
 }
 
 /// One session and the delegate that routes its tasks (task identifiers are per session).
+///
+/// `@unchecked Sendable` is sound: both fields are constants, `URLSession` is thread-safe
+/// (FoundationNetworking does not mark it `Sendable`) and `TaskRouter` is `Sendable`.
 private struct SessionSlot: @unchecked Sendable {
-  // `@unchecked Sendable` is sound: `URLSession` is thread-safe and `TaskRouter` is Sendable.
   let session: URLSession
   let router: TaskRouter
 }
