@@ -261,29 +261,32 @@ struct EndToEndTests {
     }
   }
 
-  @Test(arguments: testedTransportKinds) func rateLimitedExhausted(transport: Transport.Kind)
-    async throws
-  {
-    try await withMockServer(.acceptingTestKey) { server in
-      server.script(.cpf, Array(repeating: .status(429, retryAfter: "0"), count: 3))
-      let error = await expectCPFHubError {
-        try await makeClient(server, transport).lookup(knownPerson(server).cpf)
-      }
-      #expect(error == .rateLimited(message: "rate limited (HTTP 429)", retryAfter: 0))
-      #expect(error?.isRetriable == true)
-      #expect(server.requests.count == 3)
-    }
+  /// A status every attempt gets, and the retriable error it ends in.
+  struct Exhausted: Sendable, CustomStringConvertible {
+    let fault: MockFault
+    let error: CPFHubError
+    let description: String
   }
 
-  @Test(arguments: testedTransportKinds) func serviceUnavailableExhausted(
-    transport: Transport.Kind
-  ) async throws {
+  static let exhausted = [
+    Exhausted(
+      fault: .status(429, retryAfter: "0"),
+      error: .rateLimited(message: "rate limited (HTTP 429)", retryAfter: 0), description: "429"),
+    Exhausted(
+      fault: .status(503), error: .serverError(message: "HTTP 503", status: 503),
+      description: "503"),
+  ]
+
+  @Test(
+    "a retriable status on every attempt ends in its error after the three attempts",
+    arguments: testedTransportKinds, exhausted)
+  func retriesExhausted(transport: Transport.Kind, exhausted: Exhausted) async throws {
     try await withMockServer(.acceptingTestKey) { server in
-      server.script(.cpf, Array(repeating: .status(503), count: 3))
+      server.script(.cpf, Array(repeating: exhausted.fault, count: 3))
       let error = await expectCPFHubError {
         try await makeClient(server, transport).lookup(knownPerson(server).cpf)
       }
-      #expect(error == .serverError(message: "HTTP 503", status: 503))
+      #expect(error == exhausted.error)
       #expect(error?.isRetriable == true)
       #expect(server.requests.count == 3)
     }
