@@ -246,7 +246,7 @@
     }
 
     /// A short, secret-free description of what went wrong on the connection.
-    fileprivate static func map(_ error: Error, timeout: TimeInterval) -> Error {
+    static func map(_ error: Error, timeout: TimeInterval) -> Error {
       if error is CancellationError { return error }
       if let error = error as? HTTPClientError {
         switch error {
@@ -296,13 +296,13 @@
 
   /// The body length `fields` announce, if any: a body longer than the limit is refused
   /// before it is read, and room is made for one within it.
-  private func declaredLength(_ fields: HTTPHeaders) -> Int? {
+  func declaredLength(_ fields: HTTPHeaders) -> Int? {
     fields.first(name: "content-length").flatMap(contentLength)
   }
 
   /// Header fields with lowercased names; repeated fields fold into one, as RFC 9110 allows (and
   /// as URLSession reports them).
-  private func fold(_ fields: HTTPHeaders) -> [String: String] {
+  func fold(_ fields: HTTPHeaders) -> [String: String] {
     var headers: [String: String] = [:]
     for (name, value) in fields {
       let key = name.lowercased()
@@ -313,73 +313,6 @@
       }
     }
     return headers
-  }
-
-  /// Collects one response on its event loop and ends the attempt there.
-  ///
-  /// `@unchecked Sendable` is sound: AsyncHTTPClient calls a delegate on the task's event loop
-  /// only, one callback at a time, so the mutable fields are never touched by two threads; the
-  /// gate is itself thread-safe.
-  private final class ResponseCollector: HTTPClientResponseDelegate, @unchecked Sendable {
-    typealias Response = Void
-
-    let gate: AttemptGate
-    let limit: Int
-    let timeout: TimeInterval
-    private var status = 0
-    private var headers: [String: String] = [:]
-    private var body = Data()
-
-    init(gate: AttemptGate, limit: Int, timeout: TimeInterval) {
-      self.gate = gate
-      self.limit = limit
-      self.timeout = timeout
-    }
-
-    func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<
-      Void
-    > {
-      status = Int(head.status.code)
-      headers = fold(head.headers)
-      if let declared = declaredLength(head.headers) {
-        if declared > limit { return refuse(task) }
-        reserveDeclaredBody(&body, length: declared)
-      }
-      return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<
-      Void
-    > {
-      guard body.count + buffer.readableBytes <= limit else { return refuse(task) }
-      buffer.withUnsafeReadableBytes { body.append(contentsOf: $0) }
-      return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    /// Ends the attempt on an over-long body; the failed future makes AsyncHTTPClient drop the
-    /// request and close its connection.
-    private func refuse(_ task: HTTPClient.Task<Void>) -> EventLoopFuture<Void> {
-      let failure = HTTPFailure.bodyTooLarge(limit: limit)
-      gate.finish(.failure(failure))
-      body = Data()
-      return task.eventLoop.makeFailedFuture(failure)
-    }
-
-    func didReceiveError(task: HTTPClient.Task<Void>, _ error: Error) {
-      gate.finish(
-        .failure(error as? HTTPFailure ?? AsyncHTTPClientTransport.map(error, timeout: timeout)))
-    }
-
-    func didFinishRequest(task: HTTPClient.Task<Void>) throws {
-      gate.finish(.success(HTTPResponse(status: status, headers: headers, body: body)))
-      body = Data()
-    }
-  }
-
-  /// An empty request body that AsyncHTTPClient cannot replay (it is a `Sequence` without
-  /// contiguous storage), so that it returns a redirect instead of following it.
-  private struct NoBytes: Sequence, Sendable {
-    func makeIterator() -> EmptyCollection<UInt8>.Iterator { EmptyCollection().makeIterator() }
   }
 
   /// The clients that reach each proxy, made on first use.
