@@ -35,9 +35,9 @@ import Foundation
 /// Each connection is served on a thread of its own; ``stop()`` closes the listener and waits
 /// for every thread.
 ///
-/// `@unchecked Sendable` is sound: `listener` and `upstreamPort` are constants, and the log and
-/// thread list are `LockedValue`s.
-package final class ForwardProxy: @unchecked Sendable {
+/// `Sendable` as checked by the compiler: every stored property is a constant, and the log and
+/// the connection bookkeeping are `LockedValue`s.
+package final class ForwardProxy: Sendable {
   /// The port it listens on.
   package let port: Int
   private let listener: Int32

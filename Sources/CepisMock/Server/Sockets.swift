@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -134,6 +136,58 @@ enum Sockets {
     case readable
     case stopped
     case timeout
+  }
+
+  /// Sleeps for `seconds` unless the server stops first (`wake` becomes readable); `false` when it stopped.
+  static func pause(_ seconds: TimeInterval, wake: Int32) -> Bool {
+    var remaining = seconds
+    while remaining > 0 {
+      let slice = min(remaining, 1)
+      let milliseconds = Int32(max(1, (slice * 1_000).rounded(.up)))
+      var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+      let ready = poll(&fds, 1, milliseconds)
+      if ready > 0 { return false }
+      remaining -= slice
+    }
+    return true
+  }
+
+  /// How a wait in the middle of a response ended.
+  enum PauseEnd {
+    case elapsed
+    case stopped
+    case clientGone
+  }
+
+  /// Sleeps for `seconds` in the middle of answering on `fd`, ending early when the server
+  /// stops or the client closes the connection (the end of its stream, or a reset).
+  static func pause(_ seconds: TimeInterval, wake: Int32, watching fd: Int32) -> PauseEnd {
+    let start = Date()
+    var watchClient = true
+    while true {
+      let remaining = seconds - Date().timeIntervalSince(start)
+      if remaining <= 0 { return .elapsed }
+      let milliseconds = Int32(max(1, (min(remaining, 1) * 1_000).rounded(.up)))
+      var fds = [
+        pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+      ]
+      let ready = poll(&fds, watchClient ? 2 : 1, milliseconds)
+      if ready < 0 && errno != EINTR { return .stopped }
+      if ready <= 0 { continue }
+      if fds[0].revents != 0 { return .stopped }
+      guard watchClient, fds[1].revents != 0 else { continue }
+      var byte: UInt8 = 0
+      let peeked = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+      if peeked == 0 { return .clientGone }
+      if peeked < 0 {
+        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
+        return .clientGone
+      }
+      // A pipelined request is waiting: the client is still there; stop watching its input
+      // (it stays unread until this answer is out) so the wait does not spin.
+      watchClient = false
+    }
   }
 }
 

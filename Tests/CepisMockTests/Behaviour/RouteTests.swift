@@ -113,7 +113,7 @@ extension MockTests {
         }
         // Every request still reaches the log; the budget holds.
         #expect(server.requestCount == 9)
-        let kept = server.core.keptCSVAnswers.withLock {
+        let kept = server.engine.responder.keptCSVAnswers.withLock {
           (count: $0.answers.count, bytes: $0.bytes)
         }
         #expect(kept.bytes <= configuration.keptCSVAnswerBytes)
@@ -126,7 +126,7 @@ extension MockTests {
         // An answer that is not a 200 is not kept either.
         #expect(try fetch(server, "/csv?ceps=01001000,123").status == 400)
         #expect(try fetch(server, "/csv?ceps=01001000,123").status == 400)
-        #expect(server.core.keptCSVAnswers.withLock { $0.answers.count } == kept.count)
+        #expect(server.engine.responder.keptCSVAnswers.withLock { $0.answers.count } == kept.count)
       }
     }
 

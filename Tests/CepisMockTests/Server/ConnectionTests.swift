@@ -219,7 +219,7 @@ extension MockTests {
           _ = idle
           #expect(try keep.get("/health").status == 200)
           await server.stop()
-          let diagnostics = server.core.state.withLock { ($0.descriptors, $0.threadIDs) }
+          let diagnostics = server.engine.state.withLock { ($0.descriptors, $0.threadIDs) }
           identities += diagnostics.0
           threadIDs += diagnostics.1
           #expect(server.openConnections == 0)

@@ -1,7 +1,8 @@
 import Foundation
 
-extension ServerCore {
-  /// The `/__mock/…` control endpoints.
+extension RequestLedger {
+  /// The `/__mock/…` control endpoints: they script faults, read the log, reset the server and
+  /// set the `/health` flags, all on this ledger.
   func control(_ name: String, request: MockHTTPRequest) -> Response {
     func reply(_ status: Int, _ body: [UInt8]) -> Response {
       Response(status: status, contentType: jsonType, body: .bytes(body))
@@ -22,7 +23,6 @@ extension ServerCore {
       reset()
       return reply(200, jsonObject(["ok": .bool(true)]))
     case "requests":
-      let log = state.withLock { $0.log }
       let encoder = JSONEncoder()
       encoder.dateEncodingStrategy = .secondsSince1970
       encoder.outputFormatting = [.sortedKeys]
@@ -34,7 +34,7 @@ extension ServerCore {
       else {
         return fail(400, #"Corpo esperado: {"degraded":true}"#)
       }
-      state.withLock { $0.degraded = flag }
+      setDegraded(flag)
       return reply(200, jsonObject(["ok": .bool(true), "degraded": .bool(flag)]))
     case "edition":
       guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)),
@@ -43,7 +43,7 @@ extension ServerCore {
       else {
         return fail(400, #"Corpo esperado: {"dne":"2026-12"}"#)
       }
-      state.withLock { $0.edition = edition }
+      setEdition(edition)
       return reply(200, jsonObject(["ok": .bool(true), "dne": .string(edition)]))
     default:
       // script or mode
@@ -69,12 +69,10 @@ extension ServerCore {
       } catch {
         return fail(400, "\(error)")
       }
-      state.withLock { state in
-        if name == "mode" {
-          state.modes[route] = faults
-        } else {
-          state.scripts[route, default: []].append(contentsOf: faults)
-        }
+      if name == "mode" {
+        setMode(route, faults)
+      } else {
+        script(route, faults)
       }
       return reply(200, jsonObject(["ok": .bool(true), "faults": .int(faults.count)]))
     }
