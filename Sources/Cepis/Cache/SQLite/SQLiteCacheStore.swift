@@ -119,18 +119,19 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
       try db.run("BEGIN")
       do {
         // In key order (neighbouring CEPs share B-tree pages, read once), up to
-        // ``readBatch`` CEPs a statement: one statement, padded with -1 (no CEP), whatever
-        // the count.
+        // ``EntriesTable/readBatch`` CEPs a statement: one statement, padded with -1 (no
+        // CEP), whatever the count.
         let sorted = ceps.sorted()
+        let readBatch = EntriesTable.readBatch
         var start = 0
         while start < sorted.count {
-          let end = min(sorted.count, start + Self.readBatch)
+          let end = min(sorted.count, start + readBatch)
           var values = sorted[start..<end].map { SQLiteConnection.Value.int(Int64($0)) }
-          values += repeatElement(.int(-1), count: Self.readBatch - values.count)
-          try db.run(Self.selectManySQL, values) { row in
-            let cep = Int(row.int(14))
-            found[cep] = Self.entry(cep: cep, row)
-            if row.int(15) < seconds - Self.touchGranularity { used.append(cep) }
+          values += repeatElement(.int(-1), count: readBatch - values.count)
+          try db.run(EntriesTable.selectManySQL, values) { row in
+            let entry = EntriesTable.entry(row)
+            found[entry.cep] = entry
+            if row.int(.usedAt) < seconds - Self.touchGranularity { used.append(entry.cep) }
           }
           start = end
         }
@@ -180,14 +181,11 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         var complete = true
         do {
           try withoutActuallyEscaping(deliver) { deliver in
-            try db.run(Self.scanEditionSQL, [.text(edition)]) { row in
-              let cep = Int(row.int(0))
-              let address =
-                row.int(1) == 0
-                ? nil
-                : Self.packedAddress(cep: cep, row, textsFrom: 3)
-                  ?? Self.stringAddress(cep, row, nil, textsFrom: 3)
-              batch.append(PreloadedAnswer(cep: cep, address: address, stale: row.int(2) < oldest))
+            try db.run(EntriesTable.scanEditionSQL, [.text(edition)]) { row in
+              let cep = Int(row.int(.cep))
+              let address = EntriesTable.batchAddress(row, cep: cep)
+              batch.append(
+                PreloadedAnswer(cep: cep, address: address, stale: row.int(.usedAt) < oldest))
               if batch.count >= batchSize {
                 guard deliver(batch, total) else { throw ScanStopped() }
                 batch.removeAll(keepingCapacity: true)
@@ -219,56 +217,29 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
         // twice in one group keeps its order: the later answer is the one kept. Both in one
         // integer (a CEP has 27 bits, a position fewer than 36), sorted without a closure.
         let order = entries.indices.map { UInt64(entries[$0].cep) << 36 | UInt64($0) }.sorted()
-        // ``upsertRows`` entries a statement while that many are left, then one at a time:
-        // one run of the statement's program, not one per row (with its statement journal
-        // in memory, see `prepare`: less of this thread's CPU in a first bulk run, measured
-        // in `5762576`; Benchmarks/ANALYSIS.md, "The cache file"). The rows of one statement
-        // are inserted in their order, so a CEP twice in one statement is still kept as its
-        // later answer.
+        // ``EntriesTable/upsertRows`` entries a statement while that many are left, then one
+        // at a time: one run of the statement's program, not one per row (with its statement
+        // journal in memory, see `prepare`: less of this thread's CPU in a first bulk run,
+        // measured in `5762576`; Benchmarks/ANALYSIS.md, "The cache file"). The rows of one
+        // statement are inserted in their order, so a CEP twice in one statement is still
+        // kept as its later answer.
+        let manyRows = EntriesTable.upsertRows
+        let width = EntriesTable.columnCount
         var next = 0
         while next < order.count {
-          let rows = order.count - next >= Self.upsertRows ? Self.upsertRows : 1
-          try db.runBound(rows == 1 ? Self.upsertSQL : Self.upsertManySQL) { bind in
+          let rows = order.count - next >= manyRows ? manyRows : 1
+          try db.runBound(rows == 1 ? EntriesTable.upsertSQL : EntriesTable.upsertManySQL) {
+            bind in
             for row in 0..<rows {
               let position = Int(order[next + row] & (1 << 36 - 1))
-              Self.bind(entries, position, usedAt: usedAt, from: Int32(16 * row), into: &bind)
+              EntriesTable.bind(
+                entries, position, usedAt: usedAt, from: width * Int32(row), into: &bind)
             }
           }
           next += rows
         }
       }
       try keepWithinBound(db, liveEdition: liveEdition)
-    }
-  }
-
-  /// Binds `entries[position]` to the 16 parameters of an upsert's row from `base + 1`.
-  /// Each field is read in place: no copy of the entry (its address, its edition).
-  private static func bind(
-    _ entries: [CacheEntry], _ position: Int, usedAt: Int64, from base: Int32,
-    into bind: inout SQLiteConnection.Binder
-  ) {
-    bind.int(base + 1, Int64(entries[position].cep))
-    bind.text(base + 2, entries[position].edition)
-    bind.int(base + 3, Int64(entries[position].kind.rawValue))
-    bind.double(base + 5, entries[position].storedAt.timeIntervalSince1970)
-    bind.int(base + 6, usedAt)
-    guard let address = entries[position].address else {
-      bind.int(base + 4, 0)
-      for column in base + 7...base + 16 { bind.null(column) }
-      return
-    }
-    bind.int(base + 4, 1)
-    // Bound from the address's bytes: a batch row's fields never become Strings.
-    for (offset, field) in AddressTextField.allCases.enumerated() {
-      bind.field(base + 7 + Int32(offset), address, field)
-    }
-    if let geo = address.geo {
-      bind.double(base + 13, geo.lat)
-      bind.double(base + 14, geo.lon)
-      bind.int(base + 15, Int64(geo.raioM))
-      bind.text(base + 16, geo.precisao)
-    } else {
-      for column in base + 13...base + 16 { bind.null(column) }
     }
   }
 
@@ -355,131 +326,12 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     connection = nil
   }
 
-  // MARK: Statements
-
-  /// How many CEPs one read statement looks up.
-  static let readBatch = 100
-
-  /// An entry's columns (as ``entry(cep:_:)`` reads them), then the CEP (column 14) and its
-  /// recency (15): what every read of entries selects.
-  static let selectEntriesSQL =
-    "SELECT edition, kind, found, stored_at, logradouro, complemento, bairro, localidade, uf, "
-    + "ibge, lat, lon, raio_m, precisao, cep, used_at FROM entries"
-
-  /// The entries of ``readBatch`` CEPs at once.
-  static let selectManySQL =
-    selectEntriesSQL + " WHERE cep IN ("
-    + Array(repeating: "?", count: readBatch).joined(separator: ", ") + ")"
-
-  /// What a bulk run's preload reads of every entry of one edition: the CEP, whether it
-  /// exists, its recency, and the six text columns from column 3 (no `geo`: the batch path's).
-  static let scanEditionSQL =
-    "SELECT cep, found, used_at, logradouro, complemento, bairro, localidade, uf, ibge "
-    + "FROM entries WHERE edition = ?"
-
-  /// The upsert of one entry.
-  static let upsertSQL = upsert(rows: 1)
-
-  /// How many entries ``upsertManySQL`` stores in one statement (512 parameters: within
-  /// the 999 of SQLite builds before 3.32).
-  static let upsertRows = 32
-
-  /// ``upsertSQL`` for ``upsertRows`` entries at once.
-  static let upsertManySQL = upsert(rows: upsertRows)
-
-  /// The upsert of `rows` entries, 16 parameters each, in order. A batch answer never
-  /// replaces a single answer of the same edition (see ``CacheEntry/replaces(_:)``).
-  private static func upsert(rows: Int) -> String {
-    let row = "(" + Array(repeating: "?", count: 16).joined(separator: ", ") + ")"
-    return """
-      INSERT INTO entries(cep, edition, kind, found, stored_at, used_at, logradouro, \
-      complemento, bairro, localidade, uf, ibge, lat, lon, raio_m, precisao) VALUES \
-      \(Array(repeating: row, count: rows).joined(separator: ", ")) \
-      ON CONFLICT(cep) DO UPDATE SET edition = excluded.edition, kind = excluded.kind, \
-      found = excluded.found, stored_at = excluded.stored_at, used_at = excluded.used_at, \
-      logradouro = excluded.logradouro, complemento = excluded.complemento, \
-      bairro = excluded.bairro, localidade = excluded.localidade, uf = excluded.uf, \
-      ibge = excluded.ibge, lat = excluded.lat, lon = excluded.lon, raio_m = excluded.raio_m, \
-      precisao = excluded.precisao \
-      WHERE NOT (excluded.kind = 1 AND entries.kind = 0 AND entries.edition = excluded.edition)
-      """
-  }
-
   static let schemaSQL = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    """
-    CREATE TABLE entries (id INTEGER PRIMARY KEY, cep INTEGER NOT NULL UNIQUE, \
-    edition TEXT NOT NULL, kind INTEGER NOT NULL, found INTEGER NOT NULL, \
-    stored_at REAL NOT NULL, used_at INTEGER NOT NULL, logradouro TEXT, complemento TEXT, \
-    bairro TEXT, localidade TEXT, uf TEXT, ibge TEXT, lat REAL, lon REAL, raio_m INTEGER, \
-    precisao TEXT)
-    """,
+    EntriesTable.createSQL,
     "INSERT INTO meta (key, value) VALUES ('schema', '\(schemaMarker)')",
     "PRAGMA user_version = \(schemaVersion)",
   ]
-
-  private static func entry(cep: Int, _ row: SQLiteConnection.Row) -> CacheEntry {
-    var address: Address?
-    if row.int(2) != 0 {
-      var geo: Geo?
-      if !row.isNull(10), !row.isNull(11) {
-        geo = Geo(
-          lat: row.double(10), lon: row.double(11), raioM: Int(row.int(12)),
-          precisao: row.text(13))
-      }
-      address = (geo == nil ? packedAddress(cep: cep, row) : nil) ?? stringAddress(cep, row, geo)
-    }
-    return CacheEntry(
-      cep: cep, address: address, edition: row.text(0),
-      storedAt: Date(timeIntervalSince1970: row.double(3)),
-      kind: CacheEntryKind(rawValue: Int(row.int(1))) ?? .batch)
-  }
-
-  /// An address of `String`s from the six text columns from `first` (4 to 9 in
-  /// ``selectEntriesSQL``), and `geo`; bytes that are not UTF-8 (a file written by something
-  /// else) are repaired as `String` repairs them.
-  private static func stringAddress(
-    _ cep: Int, _ row: SQLiteConnection.Row, _ geo: Geo?, textsFrom first: Int32 = 4
-  ) -> Address {
-    Address(
-      cep: cepDigits(cep), logradouro: row.text(first), complemento: row.text(first + 1),
-      bairro: row.text(first + 2), localidade: row.text(first + 3), uf: row.text(first + 4),
-      ibge: row.text(first + 5), geo: geo)
-  }
-
-  /// An address without `geo` read as the batch endpoint's are: the six text columns from
-  /// `first` (4 to 9 in ``selectEntriesSQL``) packed in one allocation, no `String` made, each
-  /// column's bytes asked of SQLite once; `nil` when a column is not valid UTF-8.
-  private static func packedAddress(
-    cep: Int, _ row: SQLiteConnection.Row, textsFrom first: Int32 = 4
-  ) -> Address? {
-    // SQLite's buffers stay valid until the statement steps: every column is read before.
-    let texts = (
-      row.unsafeText(first), row.unsafeText(first + 1), row.unsafeText(first + 2),
-      row.unsafeText(first + 3), row.unsafeText(first + 4), row.unsafeText(first + 5)
-    )
-    let total =
-      texts.0.count + texts.1.count + texts.2.count + texts.3.count + texts.4.count
-      + texts.5.count
-    guard
-      isValidUTF8(texts.0), isValidUTF8(texts.1), isValidUTF8(texts.2), isValidUTF8(texts.3),
-      isValidUTF8(texts.4), isValidUTF8(texts.5)
-    else { return nil }
-    let packed = PackedFields.single(textBytes: total) { writer in
-      // Six calls, not a loop over an array of them: no allocation per row.
-      func field(_ text: UnsafeBufferPointer<UInt8>) {
-        writer.append(text)
-        writer.endField()
-      }
-      field(texts.0)
-      field(texts.1)
-      field(texts.2)
-      field(texts.3)
-      field(texts.4)
-      field(texts.5)
-    }
-    return Address(cepNumber: cep, packed: packed)
-  }
 
   // MARK: Transactions, bound, recency
 
@@ -680,7 +532,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     try db.run("PRAGMA journal_mode = WAL")
     try db.run("PRAGMA synchronous = NORMAL")
     try db.run("PRAGMA journal_size_limit = 4194304")
-    // A statement that writes several rows (``upsertManySQL``) keeps a statement journal,
+    // A statement that writes several rows (``EntriesTable/upsertManySQL``) keeps a statement journal,
     // to undo itself alone if it fails halfway; past 64 KiB SQLite spills it to a temporary
     // file (a first `cepis enrich` wrote its journals there and threw them away, and every
     // write needed a writable temporary folder; `5762576`). In memory, it is a few pages,
@@ -741,10 +593,4 @@ private func createPrivateFile(_ path: String) {
   guard fd >= 0 else { return }
   _ = fchmod(fd, 0o600)
   _ = close(fd)
-}
-
-/// The 8-digit text of a CEP number.
-func cepDigits(_ cep: Int) -> String {
-  let text = String(cep)
-  return text.count >= 8 ? text : String(repeating: "0", count: 8 - text.count) + text
 }

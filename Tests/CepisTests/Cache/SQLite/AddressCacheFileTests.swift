@@ -240,7 +240,7 @@ struct AddressCacheFileTests {
       var model: [Int: CacheEntry] = [:]
       let space = 0..<150
       // Sizes on both sides of a statement's rows, and around its multiples.
-      let rows = SQLiteCacheStore.upsertRows
+      let rows = EntriesTable.upsertRows
       let sizes = [0, 1, rows - 1, rows, rows + 1, 2 * rows + 5, 130]
       var written: [Int] = []
       for round in 0..<60 {
