@@ -24,7 +24,7 @@ struct AddressCacheFileTests {
 
   /// Writes `damage` at `url`.
   static func damage(_ damage: Damage, at url: URL) throws {
-    try SQLiteCacheStore.createFolder(url.deletingLastPathComponent())
+    try SQLiteCacheFile.createFolder(url.deletingLastPathComponent())
     let library = try #require(SQLiteLibrary.shared)
     switch damage {
     case .garbage:
@@ -56,7 +56,7 @@ struct AddressCacheFileTests {
         used_at INTEGER NOT NULL, logradouro TEXT, complemento TEXT, bairro TEXT, \
         localidade TEXT, uf TEXT, ibge TEXT, lat REAL, lon REAL, raio_m INTEGER, precisao TEXT)
         """)
-      try db.run("INSERT INTO meta VALUES ('schema', '\(SQLiteCacheStore.schemaMarker)')")
+      try db.run("INSERT INTO meta VALUES ('schema', '\(SQLiteCacheFile.schemaMarker)')")
       try db.run(
         "INSERT INTO entries (cep, edition, kind, found, stored_at, used_at) VALUES (1, 'x', 1, 0, 0, 0)"
       )
