@@ -42,13 +42,14 @@ final class EditionTracker: Sendable {
 
   /// The edition cep.is serves, asking `client.health()` when the last check is older than
   /// ``revalidateEvery`` (or another process's check, read through `shared`, is). `nil` while
-  /// no edition was ever seen.
-  func liveEdition(using client: Client, shared: SharedMark) async -> String? {
+  /// no edition was ever seen. `shared` is made only when the tracker's own mark is not
+  /// recent.
+  func liveEdition(using client: Client, shared: @autoclosure () -> SharedMark) async -> String? {
     let now = self.now()
     if let mark = state.withLock({ $0.mark }), isRecent(mark.checkedAt, now: now) {
       return mark.edition
     }
-    if let sharedMark = await shared.read() {
+    if let sharedMark = await shared().read() {
       let adopted = state.withLock { state -> EditionMark in
         if let mark = state.mark, mark.checkedAt > sharedMark.checkedAt { return mark }
         state.mark = sharedMark
@@ -62,7 +63,7 @@ final class EditionTracker: Sendable {
       return elapsed >= 0 && elapsed < retryAfterFailure
     }
     if backingOff { return state.withLock { $0.mark?.edition } }
-    return await refresh(using: client, shared: shared, unlessLearntSince: now)
+    return await refresh(using: client, shared: shared(), unlessLearntSince: now)
   }
 
   /// Asks `client.health()` for the live edition now, whatever the interval, and records it
@@ -72,9 +73,9 @@ final class EditionTracker: Sendable {
   /// With `since`, a check that ended after that moment (or is still recent at it) is used
   /// instead: a caller that found no recent check, and then waited (to read the file, or to
   /// be scheduled) while another caller's check ended, does not ask again.
-  func refresh(using client: Client, shared: SharedMark, unlessLearntSince since: Date?)
-    async -> String?
-  {
+  func refresh(
+    using client: Client, shared: @autoclosure () -> SharedMark, unlessLearntSince since: Date?
+  ) async -> String? {
     let task = state.withLock { state -> Task<String?, Never>? in
       if let running = state.inFlight { return running }
       if let since, let mark = state.mark,
@@ -82,6 +83,7 @@ final class EditionTracker: Sendable {
       {
         return nil
       }
+      let shared = shared()
       let task = Task<String?, Never> { [self] in
         let health = try? await client.health()
         let checkedAt = now()
