@@ -59,21 +59,16 @@ public final class AddressCache: Sendable {
   /// again.
   public let revalidateEvery: TimeInterval
 
-  /// How long `/health` is not asked again after it failed, in seconds.
-  let retryHealthAfterFailure: TimeInterval
   let now: @Sendable () -> Date
   private let backend: LockedValue<Backend>
-  /// For a file cache, the entries ``Client/lookup(_:)`` read or stored last, kept in this
-  /// process's memory so that a repeated lookup does not wait for the file (see
-  /// ``frontCapacity``); `nil` for a memory cache, which is its own front.
-  private let front: LockedValue<RecencyMap<CacheEntry>>?
-  private let editionState = LockedValue(EditionState())
-  private let issued = LockedValue(Warnings())
-  private let onWarning: (@Sendable (String) -> Void)?
-  /// Serializes the file store's work off the cooperative pool (a busy file may make a
-  /// statement wait, and that wait must not hold one of the pool's few threads), at a lower
-  /// priority than the program's own work (see ``fileThreadNice``).
-  private let queue = LowPriorityThread(name: "cepis-cache", niceValue: fileThreadNice)
+  /// Which edition cep.is serves, as far as this cache knows.
+  private let edition: EditionTracker
+  /// For a file cache, the entries single lookups read or stored last (see ``frontCapacity``);
+  /// `nil` for a memory cache, which is its own front.
+  private let front: MemoryFront?
+  /// A file cache's queue, and the answers waiting on it to be written.
+  private let writeBehind: WriteBehind
+  private let issued: CacheWarnings
 
   /// The nice value of a file cache's thread on Linux (10; on Apple platforms the utility
   /// quality of service).
@@ -81,7 +76,7 @@ public final class AddressCache: Sendable {
   /// A bulk run's answers are written to the file while the run goes on. On a machine whose
   /// cores the run already keeps busy (its own rows, the network, a local server), a writer at
   /// the same priority takes its CPU from the run's critical path; at a lower priority it takes
-  /// what the run leaves idle, and the write-behind backlog (``entriesBehind``) lets it fall
+  /// what the run leaves idle, and the write-behind backlog (``WriteBehind/entriesBehind``) lets it fall
   /// behind until then: on two cores, neither a larger backlog alone nor a lower priority alone
   /// took a first `cepis enrich` into a fresh file near its run without a cache; both together
   /// did (the A/B of `6427437`; Benchmarks/RESULTS.md, row `cached enrich, first run`). Reads
@@ -92,17 +87,6 @@ public final class AddressCache: Sendable {
   private enum Backend: Sendable {
     case ready(any CacheStore)
     case unopenedFile(URL, maxBytes: Int)
-  }
-
-  private struct EditionState: Sendable {
-    var mark: EditionMark?
-    var lastFailure: Date?
-    var inFlight: Task<String?, Never>?
-  }
-
-  private struct Warnings: Sendable {
-    var seen: Set<String> = []
-    var list: [String] = []
   }
 
   /// A cache in this process's memory.
@@ -155,18 +139,18 @@ public final class AddressCache: Sendable {
     flushDelay: DispatchTimeInterval = .seconds(1)
   ) {
     self.storage = storage
-    self.flushDelay = flushDelay
     self.revalidateEvery = revalidateEvery.isNaN ? 0 : max(0, revalidateEvery)
-    self.retryHealthAfterFailure = min(self.revalidateEvery, 60)
-    self.onWarning = onWarning
     self.now = now
+    issued = CacheWarnings(onWarning: onWarning)
+    edition = EditionTracker(revalidateEvery: self.revalidateEvery, now: now)
+    writeBehind = WriteBehind(flushDelay: flushDelay, warnings: issued)
     switch storage {
     case .memory(let capacity):
       backend = LockedValue(.ready(MemoryCacheStore(capacity: capacity)))
       front = nil
     case .sqlite(let url, let maxBytes):
       backend = LockedValue(.unopenedFile(url, maxBytes: maxBytes))
-      front = LockedValue(RecencyMap(capacity: Self.frontCapacity))
+      front = MemoryFront(capacity: Self.frontCapacity)
     }
   }
 
@@ -179,16 +163,7 @@ public final class AddressCache: Sendable {
 
   /// The warnings issued so far, each once, oldest first (at most 32): the file moved aside,
   /// SQLite missing, an error that made the cache step aside for a call.
-  public var warnings: [String] { issued.withLock { $0.list } }
-
-  func warn(_ message: String) {
-    let isNew = issued.withLock { state -> Bool in
-      guard state.list.count < 32, state.seen.insert(message).inserted else { return false }
-      state.list.append(message)
-      return true
-    }
-    if isNew { onWarning?(message) }
-  }
+  public var warnings: [String] { issued.list }
 
   // MARK: The store, off the cooperative pool
 
@@ -204,7 +179,7 @@ public final class AddressCache: Sendable {
         if let library = SQLiteLibrary.shared {
           store = SQLiteCacheStore(
             url: url, maxBytes: maxBytes, library: library,
-            warn: { [weak self] in self?.warn($0) })
+            warn: { [issued] in issued.issue($0) })
         } else {
           warning =
             "\(SQLiteLibrary.loadFailure ?? "SQLite cannot be loaded"): the cache at "
@@ -216,7 +191,7 @@ public final class AddressCache: Sendable {
       }
     }
     // Outside the lock: a caller's `onWarning` may call back into the cache.
-    if let warning { warn(warning) }
+    if let warning { issued.issue(warning) }
     return store
   }
 
@@ -226,76 +201,18 @@ public final class AddressCache: Sendable {
     _ what: String, _ body: @escaping @Sendable (any CacheStore) throws -> T
   ) async -> T? {
     let store = resolvedStore()
-    let run = runner(what, store, body)
-    guard store.waitsForIO else { return run() }
-    return await withCheckedContinuation { continuation in
-      queue.async { [self] in
-        // Answers stored before this call are written before it runs: the order asked in.
-        writeBacklog(to: store, trigger: .flush)
-        continuation.resume(returning: run())
-      }
-    }
-  }
-
-  /// `body` on `store`, an error becoming a warning and `nil`.
-  private func runner<T: Sendable>(
-    _ what: String, _ store: any CacheStore,
-    _ body: @escaping @Sendable (any CacheStore) throws -> T
-  ) -> @Sendable () -> T? {
-    { [self] in
+    let run: @Sendable () -> T? = { [issued] in
       do {
         return try body(store)
       } catch {
-        warn("the cache could not \(what) (\(error)); the network is asked instead")
+        issued.stepAside(what, error)
         return nil
       }
     }
+    guard store.waitsForIO else { return run() }
+    // Answers stored before this call are written before it runs: the order asked in.
+    return await writeBehind.afterBacklog(on: store, run)
   }
-
-  /// Chunks' answers waiting to be written to the file, and whether a writer is on the queue
-  /// for them (see ``storeBehind(_:kind:edition:)``).
-  private let backlog = LockedValue(Backlog())
-
-  private struct Backlog: Sendable {
-    var chunks: [Pending] = []
-    /// The entries of `chunks`.
-    var entries = 0
-    /// Whether a writer is on the queue for a full group (or a chunk that waits).
-    var writerQueued = false
-    /// Whether a flush is due on the queue after `flushDelay`.
-    var flushScheduled = false
-
-    /// Whether what waits is to be written now: a group's worth, or a chunk waits for it.
-    var isDue: Bool { entries >= AddressCache.groupEntries || chunks.contains { $0.waiter != nil } }
-  }
-
-  /// One chunk's answers to write; `waiter` resumes once they are.
-  private struct Pending: Sendable {
-    var entries: [CacheEntry]
-    var edition: String
-    var now: Date
-    var waiter: CheckedContinuation<Void, Never>?
-  }
-
-  /// How many answers a run's writes gather before they go to the file in one transaction.
-  ///
-  /// A chunk's 500 CEPs land all over the file's CEP index, and a transaction writes every
-  /// index page it touches to the write-ahead log again, however few of its entries the page
-  /// gained: the fewer the transactions, the fewer the pages written. 16,000 answers (32
-  /// chunks) to a transaction gained the most of the sizes tried (8,000 less, 32,000 no more:
-  /// the A/B of `a419ce8`; Benchmarks/RESULTS.md, row `cached enrich, first run`).
-  static let groupEntries = 16_000
-
-  /// How many answers may wait for the file while their rows go on (128,000, a few tens of
-  /// MiB); past that, a chunk waits for its own to be written. The file's thread runs at a
-  /// lower priority (``fileThreadNice``): on busy cores it falls behind while the run goes
-  /// on, and catches up when the run leaves a core idle (at the price of a first
-  /// `cepis enrich`'s peak RSS, higher than with a backlog of 32,000; `6427437`).
-  static let entriesBehind = 8 * groupEntries
-
-  /// The longest a stored answer waits for a group to fill before it is written anyway
-  /// (one second; tests inject another).
-  private let flushDelay: DispatchTimeInterval
 
   // MARK: Package API (the client and the bulk engine)
 
@@ -303,25 +220,7 @@ public final class AddressCache: Sendable {
   /// than ``revalidateEvery`` (or another process's check, read from the file, is). `nil`
   /// while no edition was ever seen.
   package func liveEdition(using client: Client) async -> String? {
-    let now = self.now()
-    if let mark = editionState.withLock({ $0.mark }), isRecent(mark.checkedAt, now: now) {
-      return mark.edition
-    }
-    if let shared = await perform("read the edition", { try $0.editionMark() }) ?? nil {
-      let adopted = editionState.withLock { state -> EditionMark in
-        if let mark = state.mark, mark.checkedAt > shared.checkedAt { return mark }
-        state.mark = shared
-        return shared
-      }
-      if isRecent(adopted.checkedAt, now: now) { return adopted.edition }
-    }
-    let backingOff = editionState.withLock { state -> Bool in
-      guard let failure = state.lastFailure else { return false }
-      let elapsed = now.timeIntervalSince(failure)
-      return elapsed >= 0 && elapsed < retryHealthAfterFailure
-    }
-    if backingOff { return editionState.withLock { $0.mark?.edition } }
-    return await refreshEdition(using: client, unlessLearntSince: now)
+    await edition.liveEdition(using: client, shared: sharedMark)
   }
 
   /// Asks `client.health()` for the live edition now, whatever the interval (the bulk
@@ -335,44 +234,16 @@ public final class AddressCache: Sendable {
   package func refreshEdition(using client: Client, unlessLearntSince since: Date? = nil)
     async -> String?
   {
-    let task = editionState.withLock { state -> Task<String?, Never>? in
-      if let running = state.inFlight { return running }
-      if let since, let mark = state.mark,
-        mark.checkedAt >= since || isRecent(mark.checkedAt, now: since)
-      {
-        return nil
-      }
-      let task = Task<String?, Never> { [self] in
-        let health = try? await client.health()
-        let checkedAt = now()
-        let learnt = health.flatMap {
-          $0.dne.isEmpty ? nil : EditionMark(edition: $0.dne, checkedAt: checkedAt)
-        }
-        if let learnt {
-          _ = await perform("record the edition") { try $0.setEditionMark(learnt) }
-        }
-        return editionState.withLock { state -> String? in
-          state.inFlight = nil
-          if let learnt {
-            state.mark = learnt
-            state.lastFailure = nil
-          } else {
-            state.lastFailure = checkedAt
-          }
-          return state.mark?.edition
-        }
-      }
-      state.inFlight = task
-      return task
-    }
-    guard let task else { return editionState.withLock { $0.mark?.edition } }
-    return await task.value
+    await edition.refresh(using: client, shared: sharedMark, unlessLearntSince: since)
   }
 
-  private func isRecent(_ date: Date, now: Date) -> Bool {
-    let age = now.timeIntervalSince(date)
-    // A check "from the future" (a clock set back) is not trusted.
-    return age >= 0 && age < revalidateEvery
+  /// The edition mark as the store keeps it, shared with every process using the file.
+  private var sharedMark: EditionTracker.SharedMark {
+    EditionTracker.SharedMark(
+      read: { [self] in await perform("read the edition") { try $0.editionMark() } ?? nil },
+      record: { [self] mark in
+        _ = await perform("record the edition") { try $0.setEditionMark(mark) }
+      })
   }
 
   /// The entries of `edition` held for `ceps`, of either kind (a single-kind entry carries
@@ -388,25 +259,10 @@ public final class AddressCache: Sendable {
   /// waited for), else as ``freshEntries(for:edition:)`` reads it, and then kept in front.
   package func freshEntry(for cep: Int, edition: String) async -> CacheEntry? {
     guard let front else { return await freshEntries(for: [cep], edition: edition)[cep] }
-    if let entry = front.withLock({ $0.value(for: cep) }), entry.edition == edition {
-      resolvedStore().noteUsed(CollectionOfOne(cep), now: now())
-      return entry
-    }
-    guard let entry = await freshEntries(for: [cep], edition: edition)[cep] else { return nil }
-    keepInFront([entry])
-    return entry
-  }
-
-  /// Keeps `entries` in the memory front, each unless the front holds one that it does not
-  /// replace (``CacheEntry/replaces(_:)``: a batch entry never replaces a single one of its
-  /// edition).
-  private func keepInFront(_ entries: [CacheEntry]) {
-    front?.withLock { map in
-      for entry in entries {
-        if let held = map.peek(entry.cep), !entry.replaces(held) { continue }
-        map.set(entry, for: entry.cep)
-      }
-    }
+    return await front.freshEntry(
+      for: cep, edition: edition,
+      noteUsed: { resolvedStore().noteUsed(CollectionOfOne($0), now: now()) },
+      read: { await freshEntries(for: [cep], edition: edition)[cep] })
   }
 
   /// The answers of `edition` held for `ceps` as the batch endpoint gives them (`geo`
@@ -465,21 +321,21 @@ public final class AddressCache: Sendable {
     _ answers: [(cep: Int, address: Address?)], kind: CacheEntryKind, edition: String
   ) async {
     let now = self.now()
-    let entries = Self.entries(answers, kind: kind, edition: edition, now: now)
+    let entries = CacheEntry.toStore(answers, kind: kind, edition: edition, now: now)
     guard !entries.isEmpty else { return }
     // The bulk engine's chunks (batch entries) do not pass through the front: a front entry of
     // the same edition stays right, and one of another edition is not served as fresh.
-    if kind == .single { keepInFront(entries) }
+    if kind == .single { front?.keep(entries) }
     _ = await perform("store answers") {
       try $0.store(entries, liveEdition: edition, now: now)
     }
   }
 
   /// Stores answers as ``store(_:kind:edition:)`` does, without waiting for the file while
-  /// fewer than ``entriesBehind`` answers wait to be written (the bulk engine's rows go on
+  /// fewer than ``WriteBehind/entriesBehind`` answers wait to be written (the bulk engine's rows go on
   /// meanwhile); past that, waits for its own, so that what waits stays bounded.
   ///
-  /// Chunks are gathered and written in one transaction once ``groupEntries`` answers wait
+  /// Chunks are gathered and written in one transaction once ``WriteBehind/groupEntries`` answers wait
   /// (a group commit: a chunk is never split between two); at the latest `flushDelay` (one
   /// second) after the first of them; and at once before any other use of the file and at
   /// ``drainStores()``: reads, writes and drains keep the order they were asked in.
@@ -492,105 +348,16 @@ public final class AddressCache: Sendable {
       return
     }
     let now = self.now()
-    let entries = Self.entries(answers, kind: kind, edition: edition, now: now)
+    let entries = CacheEntry.toStore(answers, kind: kind, edition: edition, now: now)
     guard !entries.isEmpty else { return }
-    let pending = Pending(entries: entries, edition: edition, now: now, waiter: nil)
-    let mustWait = backlog.withLock { $0.entries >= Self.entriesBehind }
-    guard mustWait else { return enqueue(pending, on: store) }
-    await withCheckedContinuation { continuation in
-      var waiting = pending
-      waiting.waiter = continuation
-      enqueue(waiting, on: store)
-    }
-  }
-
-  /// Adds `pending` to the backlog, and a writer to the queue when a group is due and none is
-  /// there for it (else a flush after `flushDelay`, when none is due yet).
-  private func enqueue(_ pending: Pending, on store: any CacheStore) {
-    enum Next { case nothing, writer, flush }
-    let next = backlog.withLock { backlog -> Next in
-      backlog.chunks.append(pending)
-      backlog.entries += pending.entries.count
-      if backlog.isDue {
-        guard !backlog.writerQueued else { return .nothing }
-        backlog.writerQueued = true
-        return .writer
-      }
-      guard !backlog.flushScheduled else { return .nothing }
-      backlog.flushScheduled = true
-      return .flush
-    }
-    switch next {
-    case .nothing: break
-    case .writer: queue.async { [self] in writeBacklog(to: store, trigger: .writer) }
-    case .flush:
-      queue.asyncAfter(flushDelay) { [self] in
-        writeBacklog(to: store, trigger: .timer)
-      }
-    }
-  }
-
-  /// What runs ``writeBacklog(to:trigger:)``.
-  private enum WriteTrigger {
-    /// The writer ``enqueue(_:on:)`` queued: writes due groups, and is no longer queued.
-    case writer
-    /// The flush ``enqueue(_:on:)`` scheduled: writes everything, and is no longer scheduled.
-    case timer
-    /// Another use of the file, or a drain: writes everything first.
-    case flush
-  }
-
-  /// On the queue: writes what waits, every chunk that waits in one transaction, while a
-  /// group is due (or, but for the writer, until nothing waits).
-  private func writeBacklog(to store: any CacheStore, trigger: WriteTrigger) {
-    if trigger == .timer { backlog.withLock { $0.flushScheduled = false } }
-    while true {
-      let chunks = backlog.withLock { backlog -> [Pending] in
-        guard trigger != .writer || backlog.isDue else {
-          backlog.writerQueued = false
-          return []
-        }
-        let taken = backlog.chunks
-        backlog.chunks.removeAll(keepingCapacity: true)
-        backlog.entries = 0
-        if taken.isEmpty && trigger == .writer { backlog.writerQueued = false }
-        return taken
-      }
-      guard let last = chunks.last else { break }
-      let entries = chunks.flatMap(\.entries)
-      _ = runner("store answers", store) {
-        try $0.store(entries, liveEdition: last.edition, now: last.now)
-      }()
-      for chunk in chunks { chunk.waiter?.resume() }
-    }
+    await writeBehind.add(entries, edition: edition, now: now, to: store)
   }
 
   /// Returns once every store queued before the call is written (or failed, with a warning).
   package func drainStores() async {
     let store = resolvedStore()
     guard store.waitsForIO else { return }
-    await withCheckedContinuation { continuation in
-      queue.async { [self] in
-        writeBacklog(to: store, trigger: .flush)
-        continuation.resume()
-      }
-    }
-  }
-
-  /// The entries to store for `answers`: cep.is's only, without a stale mark, and without
-  /// `geo` for the batch kind.
-  private static func entries(
-    _ answers: [(cep: Int, address: Address?)], kind: CacheEntryKind, edition: String,
-    now: Date
-  ) -> [CacheEntry] {
-    answers.compactMap { answer -> CacheEntry? in
-      if let address = answer.address, address.source != .cepis { return nil }
-      var address = answer.address
-      address?.staleEdition = nil
-      if kind == .batch { address?.geo = nil }
-      return CacheEntry(
-        cep: answer.cep, address: address, edition: edition, storedAt: now, kind: kind)
-    }
+    await writeBehind.afterBacklog(on: store) {}
   }
 
   /// Whether the cache holds any entry of `edition` (`true` when it cannot tell: the run's
@@ -607,11 +374,8 @@ public final class AddressCache: Sendable {
   /// Forgets every entry and the edition seen; `false` when the file could not be cleared.
   @discardableResult
   package func clear() async -> Bool {
-    editionState.withLock { state in
-      state.mark = nil
-      state.lastFailure = nil
-    }
-    front?.withLock { $0 = RecencyMap(capacity: Self.frontCapacity) }
+    edition.forget()
+    front?.forgetAll()
     return await perform("be cleared") { try $0.clear() } != nil
   }
 
@@ -619,12 +383,6 @@ public final class AddressCache: Sendable {
   package func close() async {
     let store = resolvedStore()
     guard store.waitsForIO else { return store.close() }
-    await withCheckedContinuation { continuation in
-      queue.async { [self] in
-        writeBacklog(to: store, trigger: .flush)
-        store.close()
-        continuation.resume()
-      }
-    }
+    await writeBehind.afterBacklog(on: store) { store.close() }
   }
 }

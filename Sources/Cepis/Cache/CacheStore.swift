@@ -39,6 +39,24 @@ package struct CacheEntry: Sendable, Hashable {
   }
 }
 
+extension CacheEntry {
+  /// The entries to store for `answers`: cep.is's only (a fallback's answer is not DNE data),
+  /// without a stale mark, and without `geo` for the batch kind.
+  static func toStore(
+    _ answers: [(cep: Int, address: Address?)], kind: CacheEntryKind, edition: String,
+    now: Date
+  ) -> [CacheEntry] {
+    answers.compactMap { answer -> CacheEntry? in
+      if let address = answer.address, address.source != .cepis { return nil }
+      var address = answer.address
+      address?.staleEdition = nil
+      if kind == .batch { address?.geo = nil }
+      return CacheEntry(
+        cep: answer.cep, address: address, edition: edition, storedAt: now, kind: kind)
+    }
+  }
+}
+
 /// One answer of a file cache's pass over an edition (a bulk run's preload): as the batch
 /// path serves it (no `geo`).
 package struct PreloadedAnswer: Sendable {

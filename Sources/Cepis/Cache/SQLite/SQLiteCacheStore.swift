@@ -1,86 +1,47 @@
 import CepisSupport
 import Foundation
 
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#elseif canImport(Darwin)
-  import Darwin
-#endif
-
 /// The file store of ``AddressCache/sqlite(at:maxBytes:revalidateEvery:onWarning:)``: one
-/// SQLite database in WAL mode, shared by every process that opens it.
+/// SQLite database in WAL mode, shared by every process that opens it. This type reads and
+/// writes entries; the file itself (its schema, opening it, moving it aside) is
+/// ``SQLiteCacheFile``'s, the `entries` table's columns and statements ``EntriesTable``'s.
 ///
-/// - Every write transaction starts as `BEGIN IMMEDIATE` (so it never has to upgrade a read
-///   lock, the one case a busy timeout cannot resolve), under a 5 s busy timeout and a few
-///   retries of its own: processes wait for each other instead of failing.
+/// - Every write transaction starts as `BEGIN IMMEDIATE`, under a 5 s busy timeout and a few
+///   retries of its own (``SQLiteConnection/writeTransaction(_:)``): processes wait for each
+///   other instead of failing.
 /// - `synchronous=NORMAL` in WAL mode: a committed transaction survives the process being
 ///   killed (`kill -9`); only a power loss may take back the last ones, which a cache can
 ///   afford.
-/// - A file that is damaged, not a database, not ours, or of a newer schema
-///   (`PRAGMA user_version` above ``schemaVersion``) is renamed
-///   `<name>.corrupt-<UTC timestamp>` (its `-wal` and `-shm` beside it) and a fresh one starts,
-///   with one warning.
 /// - Rows are kept in the order they were stored (a rowid), found through a unique index on
 ///   the CEP (schema 2). A chunk's CEPs are spread over the whole range, so a table keyed by
 ///   CEP (schema 1) rewrote a page per answer in every transaction (some 500 a chunk);
 ///   in arrival order a chunk fills a few pages, and only the small index is written all over.
-///   There is no index on `used_at`: eviction, rare, scans. A file of schema 1 is moved aside
-///   like any other it cannot use, and a fresh one starts.
+///   There is no index on `used_at`: eviction, rare, scans.
 /// - Bounded by `maxBytes` (`page_count × page_size`, checked after each write transaction):
-///   entries of other editions go first, then the least recently used. `used_at` is not
-///   written on every read: the CEPs read are remembered and written with the next write
-///   transaction (or once 256 are pending, or a minute has passed), and only where the stored
-///   time is more than a minute old — recency to the minute is all eviction needs.
+///   entries of other editions go first, then the least recently used. Recency is written
+///   behind the reads (``PendingUses``).
 ///
 /// `@unchecked Sendable` is sound: the one stored property that changes, `connection`, is
-/// read and written only while `lock` is held, for the whole of each public method; the
-/// CEPs read and not yet written back (`touches`) have a lock of their own, so that
-/// ``noteUsed(_:now:)`` never waits for the file; the rest is immutable.
+/// read and written only while `lock` is held, for the whole of each method that uses it
+/// (``withConnection(_:)`` and ``close()``); the uses not yet written (`uses`) are a
+/// `Sendable` type with a lock of its own, so that ``noteUsed(_:now:)`` never waits for the
+/// file; the rest is immutable and `Sendable`.
 package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   /// A file: every operation may wait for the disk or another process's transaction.
   package var waitsForIO: Bool { true }
 
   /// The schema this code writes and reads.
-  package static let schemaVersion: Int64 = 2
-  /// The `meta` row that tells our files from other SQLite databases.
-  static let schemaMarker = "cepis-address-cache"
-  /// Recency is kept to this many seconds.
-  static let touchGranularity: Int64 = 60
-  /// `date` in whole seconds since 1970, as `used_at` keeps it.
-  static func second(of date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
-  /// Busy waiting per statement, in milliseconds.
-  static let busyTimeout: Int32 = 5_000
+  package static var schemaVersion: Int64 { SQLiteCacheFile.schemaVersion }
 
   /// The database file.
-  package let url: URL
+  package var url: URL { file.url }
   /// The size bound, in bytes.
-  package let maxBytes: Int
-  private let library: SQLiteLibrary
+  package var maxBytes: Int { file.maxBytes }
+  private let file: SQLiteCacheFile
   private let warn: @Sendable (String) -> Void
-  /// Warnings raised while `lock` is held, given to `warn` once it is released: a caller's
-  /// `onWarning` never runs under one of our locks (it may call back into the cache).
-  private let heldWarnings = LockedValue<[String]>([])
   private let lock = NSLock()
   private var connection: SQLiteConnection?
-  private let touches = LockedValue(PendingTouches())
-
-  /// The CEPs read since recency was last written, and when the oldest and the newest of
-  /// them were read (by the cache's clock).
-  private struct PendingTouches: Sendable {
-    var ceps: Set<Int> = []
-    var oldest: Date?
-    var newest: Date?
-
-    mutating func forget(_ written: Set<Int>) {
-      ceps.subtract(written)
-      if ceps.isEmpty {
-        oldest = nil
-        newest = nil
-      }
-    }
-  }
+  private let uses = PendingUses()
 
   /// A store at `url` on the system SQLite; `nil` when SQLite cannot be loaded. Nothing is
   /// opened until the first call.
@@ -96,9 +57,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     url: URL, maxBytes: Int, library: SQLiteLibrary,
     warn: @escaping @Sendable (String) -> Void
   ) {
-    self.url = url
-    self.maxBytes = max(0, maxBytes)
-    self.library = library
+    file = SQLiteCacheFile(url: url, maxBytes: max(0, maxBytes), library: library)
     self.warn = warn
   }
 
@@ -106,7 +65,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     connection?.close()
   }
 
-  // MARK: CacheStore
+  // MARK: Reads
 
   package func entries(for ceps: [Int], now: Date) throws -> [Int: CacheEntry] {
     try withConnection { db in
@@ -115,38 +74,28 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
       // Only entries whose recency is out of date are noted: a run that reads what it (or
       // another run) used within the minute writes nothing back.
       var used: [Int] = []
-      let seconds = Self.second(of: now)
-      try db.run("BEGIN")
-      do {
+      let oldest = PendingUses.second(of: now) - PendingUses.granularity
+      try db.transaction {
         // In key order (neighbouring CEPs share B-tree pages, read once), up to
-        // ``readBatch`` CEPs a statement: one statement, padded with -1 (no CEP), whatever
-        // the count.
+        // ``EntriesTable/readBatch`` CEPs a statement: one statement, padded with -1 (no
+        // CEP), whatever the count.
         let sorted = ceps.sorted()
+        let readBatch = EntriesTable.readBatch
         var start = 0
         while start < sorted.count {
-          let end = min(sorted.count, start + Self.readBatch)
+          let end = min(sorted.count, start + readBatch)
           var values = sorted[start..<end].map { SQLiteConnection.Value.int(Int64($0)) }
-          values += repeatElement(.int(-1), count: Self.readBatch - values.count)
-          try db.run(Self.selectManySQL, values) { row in
-            let cep = Int(row.int(14))
-            found[cep] = Self.entry(cep: cep, row)
-            if row.int(15) < seconds - Self.touchGranularity { used.append(cep) }
+          values += repeatElement(.int(-1), count: readBatch - values.count)
+          try db.run(EntriesTable.selectManySQL, values) { row in
+            let entry = EntriesTable.entry(row)
+            found[entry.cep] = entry
+            if row.int(.usedAt) < oldest { used.append(entry.cep) }
           }
           start = end
         }
-        try db.run("COMMIT")
-      } catch {
-        try? db.run("ROLLBACK")
-        throw error
       }
-      noteUsed(used, now: now)
-      let due = touches.withLock { pending in
-        pending.oldest.map {
-          pending.ceps.count >= 256
-            || now.timeIntervalSince($0) >= Double(Self.touchGranularity)
-        } ?? false
-      }
-      if due { try writeTransactionWritingTouches(db, now: now) {} }
+      uses.note(used, now: now)
+      if uses.areDue(now: now) { try uses.writeTransaction(db, now: now) {} }
       return found
     }
   }
@@ -165,123 +114,37 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     deliver: (_ answers: [PreloadedAnswer], _ total: Int) -> Bool
   ) throws -> Bool {
     try withConnection { db in
-      try db.run("BEGIN")
-      do {
+      try db.transaction { () -> Bool in
         let count = try db.integer(
           "SELECT count(*) FROM entries WHERE edition = ?", [.text(edition)])
-        guard count <= Int64(limit) else {
-          try db.run("COMMIT")
-          return false
-        }
+        guard count <= Int64(limit) else { return false }
         let total = Int(count)
         var batch: [PreloadedAnswer] = []
         batch.reserveCapacity(min(batchSize, total))
-        let oldest = Self.second(of: now) - Self.touchGranularity
-        var complete = true
+        let oldest = PendingUses.second(of: now) - PendingUses.granularity
         do {
           try withoutActuallyEscaping(deliver) { deliver in
-            try db.run(Self.scanEditionSQL, [.text(edition)]) { row in
-              let cep = Int(row.int(0))
-              let address =
-                row.int(1) == 0
-                ? nil
-                : Self.packedAddress(cep: cep, row, textsFrom: 3)
-                  ?? Self.stringAddress(cep, row, nil, textsFrom: 3)
-              batch.append(PreloadedAnswer(cep: cep, address: address, stale: row.int(2) < oldest))
+            try db.run(EntriesTable.scanEditionSQL, [.text(edition)]) { row in
+              let cep = Int(row.int(.cep))
+              let address = EntriesTable.batchAddress(row, cep: cep)
+              batch.append(
+                PreloadedAnswer(cep: cep, address: address, stale: row.int(.usedAt) < oldest))
               if batch.count >= batchSize {
                 guard deliver(batch, total) else { throw ScanStopped() }
                 batch.removeAll(keepingCapacity: true)
               }
             }
           }
-          if !batch.isEmpty { complete = deliver(batch, total) }
+          return batch.isEmpty ? true : deliver(batch, total)
         } catch is ScanStopped {
-          complete = false
+          return false
         }
-        try db.run("COMMIT")
-        return complete
-      } catch {
-        try? db.run("ROLLBACK")
-        throw error
       }
     }
   }
 
   /// How ``allBatchAnswers(edition:limit:now:batchSize:deliver:)`` leaves its pass early.
   private struct ScanStopped: Error {}
-
-  package func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws {
-    try withConnection { db in
-      try writeTransactionWritingTouches(db, now: now) {
-        let usedAt = Self.second(of: now)
-        // In key order: neighbouring CEPs share B-tree pages, written once. Each CEP is
-        // sorted with its position, not the entries (an entry is large), and a CEP stored
-        // twice in one group keeps its order: the later answer is the one kept. Both in one
-        // integer (a CEP has 27 bits, a position fewer than 36), sorted without a closure.
-        let order = entries.indices.map { UInt64(entries[$0].cep) << 36 | UInt64($0) }.sorted()
-        // ``upsertRows`` entries a statement while that many are left, then one at a time:
-        // one run of the statement's program, not one per row (with its statement journal
-        // in memory, see `prepare`: less of this thread's CPU in a first bulk run, measured
-        // in `5762576`; Benchmarks/ANALYSIS.md, "The cache file"). The rows of one statement
-        // are inserted in their order, so a CEP twice in one statement is still kept as its
-        // later answer.
-        var next = 0
-        while next < order.count {
-          let rows = order.count - next >= Self.upsertRows ? Self.upsertRows : 1
-          try db.runBound(rows == 1 ? Self.upsertSQL : Self.upsertManySQL) { bind in
-            for row in 0..<rows {
-              let position = Int(order[next + row] & (1 << 36 - 1))
-              Self.bind(entries, position, usedAt: usedAt, from: Int32(16 * row), into: &bind)
-            }
-          }
-          next += rows
-        }
-      }
-      try keepWithinBound(db, liveEdition: liveEdition)
-    }
-  }
-
-  /// Binds `entries[position]` to the 16 parameters of an upsert's row from `base + 1`.
-  /// Each field is read in place: no copy of the entry (its address, its edition).
-  private static func bind(
-    _ entries: [CacheEntry], _ position: Int, usedAt: Int64, from base: Int32,
-    into bind: inout SQLiteConnection.Binder
-  ) {
-    bind.int(base + 1, Int64(entries[position].cep))
-    bind.text(base + 2, entries[position].edition)
-    bind.int(base + 3, Int64(entries[position].kind.rawValue))
-    bind.double(base + 5, entries[position].storedAt.timeIntervalSince1970)
-    bind.int(base + 6, usedAt)
-    guard let address = entries[position].address else {
-      bind.int(base + 4, 0)
-      for column in base + 7...base + 16 { bind.null(column) }
-      return
-    }
-    bind.int(base + 4, 1)
-    // Bound from the address's bytes: a batch row's fields never become Strings.
-    for (offset, field) in AddressTextField.allCases.enumerated() {
-      bind.field(base + 7 + Int32(offset), address, field)
-    }
-    if let geo = address.geo {
-      bind.double(base + 13, geo.lat)
-      bind.double(base + 14, geo.lon)
-      bind.int(base + 15, Int64(geo.raioM))
-      bind.text(base + 16, geo.precisao)
-    } else {
-      for column in base + 13...base + 16 { bind.null(column) }
-    }
-  }
-
-  /// Remembers that `ceps` were used (read from a memory tier in front of the file), to be
-  /// written with the next write transaction; never waits for the file.
-  package func noteUsed(_ ceps: some Collection<Int>, now: Date) {
-    guard !ceps.isEmpty else { return }
-    touches.withLock { pending in
-      pending.ceps.formUnion(ceps)
-      if pending.oldest == nil { pending.oldest = now }
-      pending.newest = max(pending.newest ?? now, now)
-    }
-  }
 
   package func editionMark() throws -> EditionMark? {
     try withConnection { db in
@@ -297,16 +160,6 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
       }
       guard let edition, let checkedAt else { return nil }
       return EditionMark(edition: edition, checkedAt: Date(timeIntervalSince1970: checkedAt))
-    }
-  }
-
-  package func setEditionMark(_ mark: EditionMark) throws {
-    try withConnection { db in
-      try writeTransaction(db) {
-        try db.run(
-          "INSERT OR REPLACE INTO meta(key, value) VALUES ('edition', ?), ('edition_checked_at', ?)",
-          [.text(mark.edition), .text(String(mark.checkedAt.timeIntervalSince1970))])
-      }
     }
   }
 
@@ -332,10 +185,63 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     return CacheStatistics(entriesPerEdition: perEdition, bytes: bytes, edition: try editionMark())
   }
 
+  // MARK: Writes
+
+  package func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws {
+    try withConnection { db in
+      try uses.writeTransaction(db, now: now) {
+        let usedAt = PendingUses.second(of: now)
+        // In key order: neighbouring CEPs share B-tree pages, written once. Each CEP is
+        // sorted with its position, not the entries (an entry is large), and a CEP stored
+        // twice in one group keeps its order: the later answer is the one kept. Both in one
+        // integer (a CEP has 27 bits, a position fewer than 36), sorted without a closure.
+        let order = entries.indices.map { UInt64(entries[$0].cep) << 36 | UInt64($0) }.sorted()
+        // ``EntriesTable/upsertRows`` entries a statement while that many are left, then one
+        // at a time: one run of the statement's program, not one per row (with its statement
+        // journal in memory, see ``SQLiteCacheFile``: less of this thread's CPU in a first bulk
+        // run, measured in `5762576`; Benchmarks/ANALYSIS.md, "The cache file"). The rows of
+        // one statement are inserted in their order, so a CEP twice in one statement is still
+        // kept as its later answer.
+        let manyRows = EntriesTable.upsertRows
+        let width = EntriesTable.columnCount
+        var next = 0
+        while next < order.count {
+          let rows = order.count - next >= manyRows ? manyRows : 1
+          try db.runBound(rows == 1 ? EntriesTable.upsertSQL : EntriesTable.upsertManySQL) {
+            bind in
+            for row in 0..<rows {
+              let position = Int(order[next + row] & (1 << 36 - 1))
+              EntriesTable.bind(
+                entries, position, usedAt: usedAt, from: width * Int32(row), into: &bind)
+            }
+          }
+          next += rows
+        }
+      }
+      try keepWithinBound(db, liveEdition: liveEdition)
+    }
+  }
+
+  /// Remembers that `ceps` were used (read from a memory tier in front of the file), to be
+  /// written with the next write transaction; never waits for the file.
+  package func noteUsed(_ ceps: some Collection<Int>, now: Date) {
+    uses.note(ceps, now: now)
+  }
+
+  package func setEditionMark(_ mark: EditionMark) throws {
+    try withConnection { db in
+      try db.writeTransaction {
+        try db.run(
+          "INSERT OR REPLACE INTO meta(key, value) VALUES ('edition', ?), ('edition_checked_at', ?)",
+          [.text(mark.edition), .text(String(mark.checkedAt.timeIntervalSince1970))])
+      }
+    }
+  }
+
   package func clear() throws {
     try withConnection { db in
-      touches.withLock { $0 = PendingTouches() }
-      try writeTransaction(db) {
+      uses.forgetAll()
+      try db.writeTransaction {
         try db.run("DELETE FROM entries")
         try db.run("DELETE FROM meta WHERE key IN ('edition', 'edition_checked_at')")
       }
@@ -348,181 +254,11 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     lock.lock()
     defer { lock.unlock() }
     // Pending uses are written as of the last one noted: the cache's clock, not the wall's.
-    if let connection, let newest = touches.withLock({ $0.ceps.isEmpty ? nil : $0.newest }) {
-      try? writeTransactionWritingTouches(connection, now: newest) {}
+    if let connection, let newest = uses.newest {
+      try? uses.writeTransaction(connection, now: newest) {}
     }
     connection?.close()
     connection = nil
-  }
-
-  // MARK: Statements
-
-  /// How many CEPs one read statement looks up.
-  static let readBatch = 100
-
-  /// An entry's columns (as ``entry(cep:_:)`` reads them), then the CEP (column 14) and its
-  /// recency (15): what every read of entries selects.
-  static let selectEntriesSQL =
-    "SELECT edition, kind, found, stored_at, logradouro, complemento, bairro, localidade, uf, "
-    + "ibge, lat, lon, raio_m, precisao, cep, used_at FROM entries"
-
-  /// The entries of ``readBatch`` CEPs at once.
-  static let selectManySQL =
-    selectEntriesSQL + " WHERE cep IN ("
-    + Array(repeating: "?", count: readBatch).joined(separator: ", ") + ")"
-
-  /// What a bulk run's preload reads of every entry of one edition: the CEP, whether it
-  /// exists, its recency, and the six text columns from column 3 (no `geo`: the batch path's).
-  static let scanEditionSQL =
-    "SELECT cep, found, used_at, logradouro, complemento, bairro, localidade, uf, ibge "
-    + "FROM entries WHERE edition = ?"
-
-  /// The upsert of one entry.
-  static let upsertSQL = upsert(rows: 1)
-
-  /// How many entries ``upsertManySQL`` stores in one statement (512 parameters: within
-  /// the 999 of SQLite builds before 3.32).
-  static let upsertRows = 32
-
-  /// ``upsertSQL`` for ``upsertRows`` entries at once.
-  static let upsertManySQL = upsert(rows: upsertRows)
-
-  /// The upsert of `rows` entries, 16 parameters each, in order. A batch answer never
-  /// replaces a single answer of the same edition (see ``CacheEntry/replaces(_:)``).
-  private static func upsert(rows: Int) -> String {
-    let row = "(" + Array(repeating: "?", count: 16).joined(separator: ", ") + ")"
-    return """
-      INSERT INTO entries(cep, edition, kind, found, stored_at, used_at, logradouro, \
-      complemento, bairro, localidade, uf, ibge, lat, lon, raio_m, precisao) VALUES \
-      \(Array(repeating: row, count: rows).joined(separator: ", ")) \
-      ON CONFLICT(cep) DO UPDATE SET edition = excluded.edition, kind = excluded.kind, \
-      found = excluded.found, stored_at = excluded.stored_at, used_at = excluded.used_at, \
-      logradouro = excluded.logradouro, complemento = excluded.complemento, \
-      bairro = excluded.bairro, localidade = excluded.localidade, uf = excluded.uf, \
-      ibge = excluded.ibge, lat = excluded.lat, lon = excluded.lon, raio_m = excluded.raio_m, \
-      precisao = excluded.precisao \
-      WHERE NOT (excluded.kind = 1 AND entries.kind = 0 AND entries.edition = excluded.edition)
-      """
-  }
-
-  static let schemaSQL = [
-    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    """
-    CREATE TABLE entries (id INTEGER PRIMARY KEY, cep INTEGER NOT NULL UNIQUE, \
-    edition TEXT NOT NULL, kind INTEGER NOT NULL, found INTEGER NOT NULL, \
-    stored_at REAL NOT NULL, used_at INTEGER NOT NULL, logradouro TEXT, complemento TEXT, \
-    bairro TEXT, localidade TEXT, uf TEXT, ibge TEXT, lat REAL, lon REAL, raio_m INTEGER, \
-    precisao TEXT)
-    """,
-    "INSERT INTO meta (key, value) VALUES ('schema', '\(schemaMarker)')",
-    "PRAGMA user_version = \(schemaVersion)",
-  ]
-
-  private static func entry(cep: Int, _ row: SQLiteConnection.Row) -> CacheEntry {
-    var address: Address?
-    if row.int(2) != 0 {
-      var geo: Geo?
-      if !row.isNull(10), !row.isNull(11) {
-        geo = Geo(
-          lat: row.double(10), lon: row.double(11), raioM: Int(row.int(12)),
-          precisao: row.text(13))
-      }
-      address = (geo == nil ? packedAddress(cep: cep, row) : nil) ?? stringAddress(cep, row, geo)
-    }
-    return CacheEntry(
-      cep: cep, address: address, edition: row.text(0),
-      storedAt: Date(timeIntervalSince1970: row.double(3)),
-      kind: CacheEntryKind(rawValue: Int(row.int(1))) ?? .batch)
-  }
-
-  /// An address of `String`s from the six text columns from `first` (4 to 9 in
-  /// ``selectEntriesSQL``), and `geo`; bytes that are not UTF-8 (a file written by something
-  /// else) are repaired as `String` repairs them.
-  private static func stringAddress(
-    _ cep: Int, _ row: SQLiteConnection.Row, _ geo: Geo?, textsFrom first: Int32 = 4
-  ) -> Address {
-    Address(
-      cep: cepDigits(cep), logradouro: row.text(first), complemento: row.text(first + 1),
-      bairro: row.text(first + 2), localidade: row.text(first + 3), uf: row.text(first + 4),
-      ibge: row.text(first + 5), geo: geo)
-  }
-
-  /// An address without `geo` read as the batch endpoint's are: the six text columns from
-  /// `first` (4 to 9 in ``selectEntriesSQL``) packed in one allocation, no `String` made, each
-  /// column's bytes asked of SQLite once; `nil` when a column is not valid UTF-8.
-  private static func packedAddress(
-    cep: Int, _ row: SQLiteConnection.Row, textsFrom first: Int32 = 4
-  ) -> Address? {
-    // SQLite's buffers stay valid until the statement steps: every column is read before.
-    let texts = (
-      row.unsafeText(first), row.unsafeText(first + 1), row.unsafeText(first + 2),
-      row.unsafeText(first + 3), row.unsafeText(first + 4), row.unsafeText(first + 5)
-    )
-    let total =
-      texts.0.count + texts.1.count + texts.2.count + texts.3.count + texts.4.count
-      + texts.5.count
-    guard
-      isValidUTF8(texts.0), isValidUTF8(texts.1), isValidUTF8(texts.2), isValidUTF8(texts.3),
-      isValidUTF8(texts.4), isValidUTF8(texts.5)
-    else { return nil }
-    let packed = PackedFields.single(textBytes: total) { writer in
-      // Six calls, not a loop over an array of them: no allocation per row.
-      func field(_ text: UnsafeBufferPointer<UInt8>) {
-        writer.append(text)
-        writer.endField()
-      }
-      field(texts.0)
-      field(texts.1)
-      field(texts.2)
-      field(texts.3)
-      field(texts.4)
-      field(texts.5)
-    }
-    return Address(cepNumber: cep, packed: packed)
-  }
-
-  // MARK: Transactions, bound, recency
-
-  /// Runs `body` in a transaction begun with `BEGIN IMMEDIATE`, retried while another
-  /// process holds the write lock beyond the busy timeout.
-  private func writeTransaction(_ db: SQLiteConnection, _ body: () throws -> Void) throws {
-    var attempt = 0
-    while true {
-      do {
-        try db.run("BEGIN IMMEDIATE")
-        break
-      } catch let error as SQLiteError
-        where (error.code == SQLiteCode.busy || error.code == SQLiteCode.locked) && attempt < 6
-      {
-        attempt += 1
-        usleep(UInt32(20_000 * attempt + Int.random(in: 0..<20_000)))
-      }
-    }
-    do {
-      try body()
-      try db.run("COMMIT")
-    } catch {
-      try? db.run("ROLLBACK")
-      throw error
-    }
-  }
-
-  /// Runs `body` in a write transaction that first writes the recency of the CEPs read
-  /// since the last one; they are forgotten once it commits (kept for the next one if not).
-  private func writeTransactionWritingTouches(
-    _ db: SQLiteConnection, now: Date, _ body: () throws -> Void
-  ) throws {
-    let written = touches.withLock { $0.ceps }
-    try writeTransaction(db) {
-      let usedAt = Self.second(of: now)
-      for cep in written.sorted() {
-        try db.run(
-          "UPDATE entries SET used_at = ?1 WHERE cep = ?2 AND used_at < ?1 - ?3",
-          [.int(usedAt), .int(Int64(cep)), .int(Self.touchGranularity)])
-      }
-      try body()
-    }
-    if !written.isEmpty { touches.withLock { $0.forget(written) } }
   }
 
   private static func size(of db: SQLiteConnection) throws -> Int {
@@ -546,7 +282,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
       let perRow = max(1, usedBytes / rows)
       let excess = max(0, usedBytes - maxBytes * 9 / 10)
       var toDelete = min(rows, max(16, excess / perRow + 1))
-      try writeTransaction(db) {
+      try db.writeTransaction {
         try db.run(
           """
           DELETE FROM entries WHERE cep IN (SELECT cep FROM entries WHERE edition <> ? \
@@ -563,188 +299,34 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     }
   }
 
-  // MARK: Opening, validating, moving aside
+  // MARK: The connection
 
-  /// Runs `body` on the open connection, under the lock. A damaged file found on the way is
-  /// moved aside (the call still fails; the next one uses the fresh file).
+  /// Runs `body` on the open connection (opening the file when needed), under the lock. A
+  /// damaged file found on the way is moved aside (the call still fails; the next one uses
+  /// the fresh file). Warnings raised meanwhile are given to `warn` once the lock is released:
+  /// a caller's `onWarning` never runs under one of our locks (it may call back into the
+  /// cache).
   private func withConnection<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    var raised: [String] = []
     // Declared first, so it runs last: after the unlock.
-    defer { deliverHeldWarnings() }
+    defer { for warning in raised { warn(warning) } }
     lock.lock()
     defer { lock.unlock() }
     do {
-      let db = try openIfNeeded()
+      let db: SQLiteConnection
+      if let connection {
+        db = connection
+      } else {
+        db = try file.open(warnings: &raised)
+        connection = db
+      }
       return try body(db)
     } catch let error as SQLiteError where error.meansUnusableFile {
       connection?.close()
       connection = nil
-      touches.withLock { $0 = PendingTouches() }
-      moveAside(reason: "it is damaged (\(error.message))")
+      uses.forgetAll()
+      raised.append(file.moveAside(reason: "it is damaged (\(error.message))"))
       throw error
     }
   }
-
-  private func openIfNeeded() throws -> SQLiteConnection {
-    if let connection { return connection }
-    for attempt in 0..<2 {
-      let db = try open()
-      do {
-        if let problem = try prepare(db) {
-          db.close()
-          guard attempt == 0 else { throw SQLiteError(code: SQLiteCode.error, message: problem) }
-          moveAside(reason: problem)
-          continue
-        }
-        connection = db
-        return db
-      } catch let error as SQLiteError where error.meansUnusableFile && attempt == 0 {
-        db.close()
-        moveAside(reason: "it is damaged (\(error.message))")
-      }
-    }
-    throw SQLiteError(code: SQLiteCode.error, message: "cannot start a fresh cache file")
-  }
-
-  /// Creates the folder (0700) and the file (0600) when missing, and opens the connection.
-  private func open() throws -> SQLiteConnection {
-    let folder = url.deletingLastPathComponent()
-    try Self.createFolder(folder)
-    let path = url.path
-    createPrivateFile(path)
-    return try SQLiteConnection(library: library, path: path, busyTimeout: Self.busyTimeout)
-  }
-
-  /// Creates `folder` and any missing parent, each `0700` whatever the umask.
-  static func createFolder(_ folder: URL) throws {
-    var missing: [String] = []
-    var cursor = folder.standardizedFileURL
-    while !FileManager.default.fileExists(atPath: cursor.path), cursor.path != "/" {
-      missing.append(cursor.path)
-      cursor = cursor.deletingLastPathComponent()
-    }
-    for path in missing.reversed() {
-      if mkdir(path, 0o700) != 0 && errno != EEXIST {
-        throw SQLiteError(
-          code: SQLiteCode.error, message: "cannot create folder \(path): errno \(errno)")
-      }
-      _ = chmod(path, 0o700)
-    }
-  }
-
-  /// Checks the file is ours — before changing anything in it, so that a file moved aside
-  /// keeps its bytes — creating the schema in an empty file, then sets the connection up;
-  /// returns why the file must be moved aside, or `nil` when it is fine.
-  private func prepare(_ db: SQLiteConnection) throws -> String? {
-    // The version and the tables read in one snapshot: another process creating the schema
-    // commits both at once, and reading them apart could see its tables without its version.
-    var version: Int64 = 0
-    var tables: Int64 = 0
-    try db.run("BEGIN")
-    do {
-      version = try db.integer("PRAGMA user_version")
-      if version == 0 { tables = try db.integer("SELECT count(*) FROM sqlite_master") }
-      try db.run("COMMIT")
-    } catch {
-      try? db.run("ROLLBACK")
-      throw error
-    }
-    if version > Self.schemaVersion {
-      return
-        "its schema (version \(version)) is newer than this Cepis reads (\(Self.schemaVersion))"
-    }
-    if version == 0 {
-      guard tables == 0 else { return "it is not a Cepis cache" }
-      // Only effective before the first table exists: lets the file shrink after evictions.
-      try db.run("PRAGMA auto_vacuum = INCREMENTAL")
-      try db.run("PRAGMA journal_mode = WAL")
-      try writeTransaction(db) {
-        // Another process may have created it meanwhile.
-        version = try db.integer("PRAGMA user_version")
-        let tables = try db.integer("SELECT count(*) FROM sqlite_master")
-        guard version == 0, tables == 0 else { return }
-        for sql in Self.schemaSQL { try db.run(sql) }
-        version = Self.schemaVersion
-      }
-    }
-    let marker: String?
-    do {
-      marker = try db.text("SELECT value FROM meta WHERE key = 'schema'")
-    } catch let error as SQLiteError where !error.meansUnusableFile {
-      marker = nil
-    }
-    guard marker == Self.schemaMarker else { return "it is not a Cepis cache" }
-    guard version == Self.schemaVersion else {
-      return "its schema (version \(version)) is older than this Cepis writes "
-        + "(\(Self.schemaVersion))"
-    }
-    try db.run("PRAGMA journal_mode = WAL")
-    try db.run("PRAGMA synchronous = NORMAL")
-    try db.run("PRAGMA journal_size_limit = 4194304")
-    // A statement that writes several rows (``upsertManySQL``) keeps a statement journal,
-    // to undo itself alone if it fails halfway; past 64 KiB SQLite spills it to a temporary
-    // file (a first `cepis enrich` wrote its journals there and threw them away, and every
-    // write needed a writable temporary folder; `5762576`). In memory, it is a few pages,
-    // freed with each statement.
-    try db.run("PRAGMA temp_store = MEMORY")
-    // A chunk's answers land on pages all over the file: a page cache of 8 MiB (default 2)
-    // keeps the upper levels and recent pages from being read again, and a checkpoint every
-    // 4,096 pages (default 1,000) copies a page rewritten by several chunks back once.
-    try db.run("PRAGMA cache_size = -8192")
-    try db.run("PRAGMA wal_autocheckpoint = 4096")
-    // Pages read through a memory map of the file, not copied by `pread` into the page cache:
-    // a run's reads land on pages all over a file several times the page cache's size, and
-    // the copies were a large part of their cost (a second `cepis enrich` through the cache,
-    // the A/B of `1caf81f`; Benchmarks/RESULTS.md, row `cached enrich, second run`). Writes
-    // still go through the write-ahead log. The map covers the whole bounded file; SQLite maps
-    // no more than its build allows, and nothing where its build does not map at all.
-    try db.run("PRAGMA mmap_size = \(max(0, min(maxBytes, 1 << 30)) + (16 << 20))")
-    for suffix in ["-wal", "-shm"] { _ = chmod(url.path + suffix, 0o600) }
-    return nil
-  }
-
-  /// Hands the warnings raised under `lock` to `warn`; called with `lock` released.
-  private func deliverHeldWarnings() {
-    let warnings = heldWarnings.withLock { held in
-      defer { held = [] }
-      return held
-    }
-    for warning in warnings { warn(warning) }
-  }
-
-  /// Renames the file (and its `-wal` and `-shm`) to `<name>.corrupt-<timestamp>` and warns
-  /// (once `lock`, held here, is released).
-  private func moveAside(reason: String) {
-    let formatter = DateFormatter()
-    formatter.locale = Locale(identifier: "en_US_POSIX")
-    formatter.timeZone = TimeZone(identifier: "UTC")
-    formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-    var aside = url.path + ".corrupt-" + formatter.string(from: Date())
-    var counter = 1
-    while FileManager.default.fileExists(atPath: aside) {
-      counter += 1
-      aside = url.path + ".corrupt-" + formatter.string(from: Date()) + "-\(counter)"
-    }
-    let moved = rename(url.path, aside) == 0
-    for suffix in ["-wal", "-shm"] { _ = rename(url.path + suffix, aside + suffix) }
-    let warning =
-      moved
-      ? "cache file \(url.path) was moved aside to \(aside): \(reason); a fresh cache starts"
-      : "cache file \(url.path) cannot be used (\(reason)) nor moved aside (errno \(errno))"
-    heldWarnings.withLock { $0.append(warning) }
-  }
-}
-
-/// Creates the file at `path` with mode `0600` (whatever the umask) unless it exists; outside
-/// the store, whose `open()` and `close()` would shadow the system calls.
-private func createPrivateFile(_ path: String) {
-  let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-  guard fd >= 0 else { return }
-  _ = fchmod(fd, 0o600)
-  _ = close(fd)
-}
-
-/// The 8-digit text of a CEP number.
-func cepDigits(_ cep: Int) -> String {
-  let text = String(cep)
-  return text.count >= 8 ? text : String(repeating: "0", count: 8 - text.count) + text
 }

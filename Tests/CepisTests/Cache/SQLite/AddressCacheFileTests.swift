@@ -25,7 +25,7 @@ struct AddressCacheFileTests {
 
   /// Writes `damage` at `url`.
   static func damage(_ damage: Damage, at url: URL) throws {
-    try SQLiteCacheStore.createFolder(url.deletingLastPathComponent())
+    try SQLiteCacheFile.createFolder(url.deletingLastPathComponent())
     let library = try #require(SQLiteLibrary.shared)
     switch damage {
     case .garbage:
@@ -57,7 +57,7 @@ struct AddressCacheFileTests {
         used_at INTEGER NOT NULL, logradouro TEXT, complemento TEXT, bairro TEXT, \
         localidade TEXT, uf TEXT, ibge TEXT, lat REAL, lon REAL, raio_m INTEGER, precisao TEXT)
         """)
-      try db.run("INSERT INTO meta VALUES ('schema', '\(SQLiteCacheStore.schemaMarker)')")
+      try db.run("INSERT INTO meta VALUES ('schema', '\(SQLiteCacheFile.schemaMarker)')")
       try db.run(
         "INSERT INTO entries (cep, edition, kind, found, stored_at, used_at) VALUES (1, 'x', 1, 0, 0, 0)"
       )
@@ -241,7 +241,7 @@ struct AddressCacheFileTests {
       var model: [Int: CacheEntry] = [:]
       let space = 0..<150
       // Sizes on both sides of a statement's rows, and around its multiples.
-      let rows = SQLiteCacheStore.upsertRows
+      let rows = EntriesTable.upsertRows
       let sizes = [0, 1, rows - 1, rows, rows + 1, 2 * rows + 5, 130]
       var written: [Int] = []
       for round in 0..<60 {

@@ -1,0 +1,125 @@
+import CepisSupport
+import Foundation
+
+/// Which DNE edition cep.is serves, as far as a cache knows: the last mark `/health` gave
+/// (``EditionMark``), when it was asked, the back-off after it failed, and the one check in
+/// flight that concurrent callers share.
+///
+/// A file cache shares its mark with every process using the file: the tracker reads the
+/// file's mark when its own is not recent, and records each mark it learns, through the
+/// ``SharedMark`` its caller hands it.
+final class EditionTracker: Sendable {
+  /// How long, in seconds, an edition learnt from `/health` is trusted before it is asked
+  /// again.
+  let revalidateEvery: TimeInterval
+  /// How long `/health` is not asked again after it failed, in seconds.
+  let retryAfterFailure: TimeInterval
+  private let now: @Sendable () -> Date
+  private let state = LockedValue(State())
+
+  private struct State: Sendable {
+    var mark: EditionMark?
+    var lastFailure: Date?
+    var inFlight: Task<String?, Never>?
+  }
+
+  /// Where the mark shared with other processes is read and kept (the cache's store); each
+  /// closure degrades an error of the store to `nil` or to nothing.
+  struct SharedMark: Sendable {
+    /// The mark the store keeps, if any.
+    var read: @Sendable () async -> EditionMark?
+    /// Keeps a mark just learnt.
+    var record: @Sendable (EditionMark) async -> Void
+  }
+
+  /// A tracker trusting a mark for `revalidateEvery` seconds (0 when negative or NaN), on the
+  /// clock `now`.
+  init(revalidateEvery: TimeInterval, now: @escaping @Sendable () -> Date) {
+    self.revalidateEvery = revalidateEvery
+    self.retryAfterFailure = min(revalidateEvery, 60)
+    self.now = now
+  }
+
+  /// The edition cep.is serves, asking `client.health()` when the last check is older than
+  /// ``revalidateEvery`` (or another process's check, read through `shared`, is). `nil` while
+  /// no edition was ever seen. `shared` is made only when the tracker's own mark is not
+  /// recent.
+  func liveEdition(using client: Client, shared: @autoclosure () -> SharedMark) async -> String? {
+    let now = self.now()
+    if let mark = state.withLock({ $0.mark }), isRecent(mark.checkedAt, now: now) {
+      return mark.edition
+    }
+    if let sharedMark = await shared().read() {
+      let adopted = state.withLock { state -> EditionMark in
+        if let mark = state.mark, mark.checkedAt > sharedMark.checkedAt { return mark }
+        state.mark = sharedMark
+        return sharedMark
+      }
+      if isRecent(adopted.checkedAt, now: now) { return adopted.edition }
+    }
+    let backingOff = state.withLock { state -> Bool in
+      guard let failure = state.lastFailure else { return false }
+      let elapsed = now.timeIntervalSince(failure)
+      return elapsed >= 0 && elapsed < retryAfterFailure
+    }
+    if backingOff { return state.withLock { $0.mark?.edition } }
+    return await refresh(using: client, shared: shared(), unlessLearntSince: now)
+  }
+
+  /// Asks `client.health()` for the live edition now, whatever the interval, and records it
+  /// (in the tracker and through `shared`); concurrent callers share one request. When
+  /// `/health` fails, the last edition seen (`nil` if none) is returned.
+  ///
+  /// With `since`, a check that ended after that moment (or is still recent at it) is used
+  /// instead: a caller that found no recent check, and then waited (to read the file, or to
+  /// be scheduled) while another caller's check ended, does not ask again.
+  func refresh(
+    using client: Client, shared: @autoclosure () -> SharedMark, unlessLearntSince since: Date?
+  ) async -> String? {
+    let task = state.withLock { state -> Task<String?, Never>? in
+      if let running = state.inFlight { return running }
+      if let since, let mark = state.mark,
+        mark.checkedAt >= since || isRecent(mark.checkedAt, now: since)
+      {
+        return nil
+      }
+      let shared = shared()
+      let task = Task<String?, Never> { [self] in
+        let health = try? await client.health()
+        let checkedAt = now()
+        let learnt = health.flatMap {
+          $0.dne.isEmpty ? nil : EditionMark(edition: $0.dne, checkedAt: checkedAt)
+        }
+        if let learnt { await shared.record(learnt) }
+        return self.state.withLock { state -> String? in
+          state.inFlight = nil
+          if let learnt {
+            state.mark = learnt
+            state.lastFailure = nil
+          } else {
+            state.lastFailure = checkedAt
+          }
+          return state.mark?.edition
+        }
+      }
+      state.inFlight = task
+      return task
+    }
+    guard let task else { return state.withLock { $0.mark?.edition } }
+    return await task.value
+  }
+
+  /// Forgets the mark and any failure (a check in flight still ends as it would).
+  func forget() {
+    state.withLock { state in
+      state.mark = nil
+      state.lastFailure = nil
+    }
+  }
+
+  private func isRecent(_ date: Date, now: Date) -> Bool {
+    let age = now.timeIntervalSince(date)
+    // A check "from the future" (a clock set back) is not trusted.
+    return age >= 0 && age < revalidateEvery
+  }
+}
