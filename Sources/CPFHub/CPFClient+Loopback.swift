@@ -3,7 +3,7 @@ import Foundation
 extension CPFClient {
   /// Whether `host` is a loopback name or address: `localhost`, `127.0.0.0/8` in strict
   /// dotted-quad form, or `::1` (also written in full, or IPv4-mapped `::ffff:127.x.y.z`).
-  package static func isLoopback(host: String) -> Bool {
+  static func isLoopback(host: String) -> Bool {
     var name = host.lowercased()
     if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
     if name.hasSuffix(".") { name.removeLast() }

@@ -26,7 +26,7 @@ package enum Windows1252 {
 
   /// The character `byte` stands for, or `nil` for the five undefined bytes.
   @inline(__always)
-  package static func scalar(_ byte: UInt8) -> Unicode.Scalar? {
+  static func scalar(_ byte: UInt8) -> Unicode.Scalar? {
     if byte < 0x80 || byte >= 0xA0 { return Unicode.Scalar(byte) }
     let value = high[Int(byte - 0x80)]
     return value == 0 ? nil : Unicode.Scalar(value)

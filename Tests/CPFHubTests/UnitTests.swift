@@ -1,7 +1,8 @@
 import BrazilianDocuments
-import CPFHub
 import Foundation
 import Testing
+
+@testable import CPFHub
 
 @Suite("Person decoding")
 struct PersonTests {

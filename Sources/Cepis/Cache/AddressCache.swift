@@ -231,7 +231,7 @@ public final class AddressCache: Sendable {
   /// instead: a caller that found no recent check, and then waited (to read the file, or to
   /// be scheduled) while another caller's check ended, does not ask again.
   @discardableResult
-  package func refreshEdition(using client: Client, unlessLearntSince since: Date? = nil)
+  func refreshEdition(using client: Client, unlessLearntSince since: Date? = nil)
     async -> String?
   {
     await edition.refresh(using: client, shared: sharedMark, unlessLearntSince: since)
@@ -267,7 +267,7 @@ public final class AddressCache: Sendable {
 
   /// The answers of `edition` held for `ceps` as the batch endpoint gives them (`geo`
   /// removed): `.some(nil)` for "does not exist". For the bulk engine's chunks.
-  package func batchAnswers(for ceps: [Int], edition: String) async -> [Int: Address?] {
+  func batchAnswers(for ceps: [Int], edition: String) async -> [Int: Address?] {
     var answers: [Int: Address?] = [:]
     for (cep, entry) in await freshEntries(for: ceps, edition: edition) {
       var address = entry.address
@@ -303,7 +303,7 @@ public final class AddressCache: Sendable {
   }
 
   /// The entry held for `cep`, whatever its edition (for the stale answer).
-  package func anyEntry(for cep: Int) async -> CacheEntry? {
+  func anyEntry(for cep: Int) async -> CacheEntry? {
     let now = self.now()
     return await perform("be read") { try $0.entries(for: [cep], now: now) }?[cep]
   }
@@ -317,7 +317,7 @@ public final class AddressCache: Sendable {
 
   /// Stores cep.is's answers of `edition` in one transaction (one chunk): an address, or
   /// `nil` for "does not exist". Answers whose ``Address/source`` is not cep.is are skipped.
-  package func store(
+  func store(
     _ answers: [(cep: Int, address: Address?)], kind: CacheEntryKind, edition: String
   ) async {
     let now = self.now()
@@ -362,7 +362,7 @@ public final class AddressCache: Sendable {
 
   /// Whether the cache holds any entry of `edition` (`true` when it cannot tell: the run's
   /// reads then find what they find).
-  package func holdsEntries(of edition: String) async -> Bool {
+  func holdsEntries(of edition: String) async -> Bool {
     await perform("be read") { try $0.hasEntries(of: edition) } ?? true
   }
 

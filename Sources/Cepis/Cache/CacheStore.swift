@@ -15,11 +15,11 @@ package struct CacheEntry: Sendable, Hashable {
   /// The address, or `nil` for "does not exist".
   package var address: Address?
   /// The DNE edition the answer belongs to.
-  package var edition: String
+  var edition: String
   /// When it was stored.
-  package var storedAt: Date
+  var storedAt: Date
   /// The endpoint it came from.
-  package var kind: CacheEntryKind
+  var kind: CacheEntryKind
 
   /// Creates an entry.
   package init(cep: Int, address: Address?, edition: String, storedAt: Date, kind: CacheEntryKind) {
@@ -34,7 +34,7 @@ package struct CacheEntry: Sendable, Hashable {
   /// batch answer never replaces a single answer of the same edition (it would lose `geo`).
   /// One row per CEP that upgrades from batch to single keeps the file half the size of two
   /// kinds side by side, and a single answer serves every caller a batch answer would.
-  package func replaces(_ existing: CacheEntry) -> Bool {
+  func replaces(_ existing: CacheEntry) -> Bool {
     !(kind == .batch && existing.kind == .single && existing.edition == edition)
   }
 }
@@ -65,7 +65,7 @@ package struct PreloadedAnswer: Sendable {
   /// The address, or `nil` for "does not exist".
   package var address: Address?
   /// Whether the entry's recency is out of date: a row's use of it is to be noted.
-  package var stale: Bool
+  var stale: Bool
 
   /// Creates an answer.
   package init(cep: Int, address: Address?, stale: Bool) {
@@ -104,7 +104,7 @@ package struct CacheStatistics: Sendable, Hashable {
 ///
 /// Every operation the cache needs is a requirement here, so that the cache never asks which
 /// store it has; each store passes the store conformance suite (`CacheStoreConformanceTests`).
-package protocol CacheStore: Sendable {
+protocol CacheStore: Sendable {
   /// Whether an operation may wait for I/O (a file). The cache then runs operations on a
   /// queue of its own, off the caller's thread, and writes answers behind: grouped, in the
   /// order asked. Otherwise it runs each in place, at once.
@@ -142,7 +142,7 @@ package protocol CacheStore: Sendable {
 }
 
 /// The in-memory store: at most `capacity` CEPs, the least recently used forgotten first.
-package final class MemoryCacheStore: CacheStore {
+final class MemoryCacheStore: CacheStore {
   private let state: LockedState
 
   /// `@unchecked Sendable` is sound: `map` and `mark` are read and written only inside

@@ -6,7 +6,7 @@
 /// an entry costs no allocation of its own and a full map reuses the slot it evicts.
 /// `RecencyMapModelTests` hold it to a plain array-and-dictionary reference over seeded random
 /// operations.
-package struct RecencyMap<Value> {
+struct RecencyMap<Value> {
   /// The most keys kept (0 keeps nothing).
   package let capacity: Int
   private var slots: [Int: Int32] = [:]
@@ -23,14 +23,14 @@ package struct RecencyMap<Value> {
   package var count: Int { keys.count }
 
   /// The value for `key`, now the most recently used.
-  package mutating func value(for key: Int) -> Value? {
+  mutating func value(for key: Int) -> Value? {
     guard let slot = slots[key] else { return nil }
     order.touch(slot)
     return values[Int(slot)]
   }
 
   /// The value for `key`, its recency unchanged.
-  package func peek(_ key: Int) -> Value? {
+  func peek(_ key: Int) -> Value? {
     slots[key].map { values[Int($0)] }
   }
 
@@ -62,7 +62,7 @@ package struct RecencyMap<Value> {
   }
 
   /// The keys held, least recently used first.
-  package var keysOldestFirst: [Int] { order.oldestFirst.map { keys[Int($0)] } }
+  var keysOldestFirst: [Int] { order.oldestFirst.map { keys[Int($0)] } }
 
   /// The values held, least recently used first.
   package var valuesOldestFirst: [Value] {

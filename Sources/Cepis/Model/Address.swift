@@ -137,7 +137,7 @@ public struct Address: Sendable, Hashable, Codable {
 
   /// Calls `body` with the UTF-8 bytes of one text field, without building a `String` when
   /// the address is a packed batch row (the bulk writers' fast path).
-  package func withUTF8<R>(_ field: AddressTextField, _ body: (UnsafeBufferPointer<UInt8>) -> R)
+  func withUTF8<R>(_ field: AddressTextField, _ body: (UnsafeBufferPointer<UInt8>) -> R)
     -> R
   {
     switch text {

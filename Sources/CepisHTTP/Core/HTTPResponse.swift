@@ -15,7 +15,7 @@ package let bodyReservationCap = 4 << 20
 
 /// The value of a `Content-Length` field (ASCII digits, spaces and tabs around them allowed), or
 /// `nil` when it is not one. Bytes, not Foundation's trimming: this runs for every response.
-package func contentLength(_ field: String) -> Int? {
+func contentLength(_ field: String) -> Int? {
   var value = 0
   var digits = 0
   var trailing = false

@@ -22,7 +22,7 @@ package enum RetryAfter {
   }
 
   /// Parses an HTTP-date in any of the three forms RFC 9110 §5.6.7 names.
-  package static func httpDate(_ text: String, now: Date) -> Date? {
+  static func httpDate(_ text: String, now: Date) -> Date? {
     let tokens = text.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
     // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
     if tokens.count == 6, isDayName(tokens[0], long: false), tokens[5] == "GMT",

@@ -59,10 +59,10 @@ package final class RetryTokenBucket: Sendable {
   }
 
   /// The tokens left now.
-  package var available: Int { tokens.withLock { $0 } }
+  var available: Int { tokens.withLock { $0 } }
 
   /// Takes the cost of one retry, or returns `nil` when the bucket cannot pay for it.
-  package func acquireRetry(afterTimeout: Bool) -> Int? {
+  func acquireRetry(afterTimeout: Bool) -> Int? {
     let cost = afterTimeout ? budget.timeoutRetryCost : budget.retryCost
     return tokens.withLock { value in
       guard value >= cost else { return nil }
@@ -72,7 +72,7 @@ package final class RetryTokenBucket: Sendable {
   }
 
   /// Records a success: `spent` is what this call's retries took from the bucket.
-  package func recordSuccess(spent: Int) {
+  func recordSuccess(spent: Int) {
     let refund = spent > 0 ? spent : budget.successRefund
     tokens.withLock { value in
       value = min(budget.capacity, value + refund)

@@ -36,7 +36,7 @@ package struct RetryPolicy: Sendable, Equatable {
   ///
   /// The window is `min(backoffBase · 2^(retry−1), backoffMax)` and `unitRandom` (in
   /// `0..<1`) picks a point in it uniformly, as in "Exponential Backoff And Jitter" (AWS).
-  package func jitteredBackoff(retry: Int, unitRandom: Double) -> TimeInterval {
+  func jitteredBackoff(retry: Int, unitRandom: Double) -> TimeInterval {
     let exponent = Double(max(0, retry - 1))
     let window = min(backoffBase * pow(2, min(exponent, 62)), backoffMax)
     let unit = unitRandom.isFinite ? min(max(unitRandom, 0), 1) : 0
@@ -45,7 +45,7 @@ package struct RetryPolicy: Sendable, Equatable {
 
   /// The wait before the next attempt: the server's `Retry-After` when it gave one (capped
   /// at `backoffMax`), otherwise the jittered backoff.
-  package func delay(retry: Int, retryAfter: TimeInterval?, unitRandom: Double) -> TimeInterval {
+  func delay(retry: Int, retryAfter: TimeInterval?, unitRandom: Double) -> TimeInterval {
     if let retryAfter {
       return min(max(0, retryAfter), backoffMax)
     }
@@ -53,7 +53,7 @@ package struct RetryPolicy: Sendable, Equatable {
   }
 
   /// Whether a response status is worth another attempt: 429 and the transient 5xx.
-  package static func isRetriableStatus(_ status: Int) -> Bool {
+  static func isRetriableStatus(_ status: Int) -> Bool {
     status == 429 || status == 500 || status == 502 || status == 503 || status == 504
   }
 }

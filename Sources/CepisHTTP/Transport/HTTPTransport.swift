@@ -19,7 +19,7 @@ package struct HTTPRequest: Sendable {
   }
 
   /// The value of header `name`, matched without regard to case.
-  package func header(_ name: String) -> String? {
+  func header(_ name: String) -> String? {
     headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
   }
 }

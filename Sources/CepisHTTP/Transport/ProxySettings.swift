@@ -111,7 +111,7 @@ package struct ProxySettings: Sendable, Hashable {
   package var honoursPorts: Bool
 
   /// No proxy at all: every request goes direct.
-  package static let direct = ProxySettings(
+  static let direct = ProxySettings(
     httpProxy: nil, httpsProxy: nil, bypassesEveryHost: false, noProxy: [], honoursPorts: true)
 
   /// Creates settings from their parts.
@@ -155,10 +155,10 @@ package struct ProxySettings: Sendable, Hashable {
   }
 
   /// Whether no URL goes through a proxy.
-  package var isDirect: Bool { httpProxy == nil && httpsProxy == nil }
+  var isDirect: Bool { httpProxy == nil && httpsProxy == nil }
 
   /// The proxy `url` goes through, or `nil` to go direct.
-  package func proxy(for url: URL) -> ProxyEndpoint? {
+  func proxy(for url: URL) -> ProxyEndpoint? {
     guard !isDirect, let scheme = url.scheme?.lowercased() else { return nil }
     let candidate: ProxyEndpoint?
     switch scheme {
@@ -176,7 +176,7 @@ package struct ProxySettings: Sendable, Hashable {
   }
 
   /// These settings as curl reads them: entries with a port never match.
-  package var asCurlReadsThem: ProxySettings {
+  var asCurlReadsThem: ProxySettings {
     var copy = self
     copy.honoursPorts = false
     return copy
@@ -293,7 +293,7 @@ extension Transport.Kind {
   /// URLSession: a transport of its own. AsyncHTTPClient: on
   /// ``AsyncHTTPClientTransport/cepisShared`` for direct requests and on a process-wide client
   /// per proxy for the others, like the default transport.
-  package func makeBase(proxy: ProxySettings) -> (any HTTPTransport)? {
+  func makeBase(proxy: ProxySettings) -> (any HTTPTransport)? {
     switch self {
     case .urlSession:
       return URLSessionTransport(configuration: .default, proxy: proxy)

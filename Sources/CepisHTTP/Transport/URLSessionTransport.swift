@@ -24,7 +24,7 @@ import Foundation
 /// request goes out only when the settings route it as libcurl will — always the case for
 /// settings read from the process environment, except a `no_proxy` entry with a port — and
 /// otherwise fails with a network error naming the difference, never taking the wrong way.
-package final class URLSessionTransport: HTTPTransport {
+final class URLSessionTransport: HTTPTransport {
   /// Where a request's proxy comes from.
   private enum Routing {
     /// The configuration's own `connectionProxyDictionary`, untouched.
@@ -79,7 +79,7 @@ package final class URLSessionTransport: HTTPTransport {
   }
 
   /// The proxy the transport sends `url` through, `nil` for none (or the configuration's own).
-  package func proxy(for url: URL) -> ProxyEndpoint? {
+  func proxy(for url: URL) -> ProxyEndpoint? {
     guard case .settings(let settings, _) = routing else { return nil }
     return settings.proxy(for: url)
   }

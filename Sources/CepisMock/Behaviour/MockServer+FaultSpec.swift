@@ -1,7 +1,7 @@
 import Foundation
 
 /// The error thrown by ``MockServer/parseFaults(_:)`` for a malformed fault specification.
-package struct MockFaultSpecError: Error, CustomStringConvertible, Sendable, Equatable {
+struct MockFaultSpecError: Error, CustomStringConvertible, Sendable, Equatable {
   /// What was wrong.
   package var description: String
 }
@@ -45,7 +45,7 @@ extension MockServer {
   /// endpoint's `"route"`): `cep`, `csv`, `health`, `cpf`, and one per fallback provider,
   /// `viacep` and `brasilapi`, so a test can take cep.is down while ViaCEP answers. A fault
   /// meant for one route only (``MockFault/onlyRoute``) does nothing elsewhere.
-  package static func parseFaults(_ spec: String) throws -> [MockFault] {
+  static func parseFaults(_ spec: String) throws -> [MockFault] {
     var faults: [MockFault] = []
     for rawItem in splitOutsideQuotes(spec, separator: ",") {
       let item = rawItem.trimmingCharacters(in: .whitespaces)

@@ -37,7 +37,7 @@ import Foundation
 ///
 /// `Sendable` as checked by the compiler: every stored property is a constant, and the log and
 /// the connection bookkeeping are `LockedValue`s.
-package final class ForwardProxy: Sendable {
+final class ForwardProxy: Sendable {
   /// The port it listens on.
   package let port: Int
   private let listener: Int32
@@ -46,10 +46,10 @@ package final class ForwardProxy: Sendable {
   private let state = LockedValue((stopped: false, started: 1, done: 0, open: Set<Int32>()))
 
   /// What the proxy was asked to relay, in arrival order.
-  package var relayed: [String] { log.withLock { $0 } }
+  var relayed: [String] { log.withLock { $0 } }
 
   /// The proxy as `http_proxy` names it.
-  package var url: String { "http://127.0.0.1:\(port)" }
+  var url: String { "http://127.0.0.1:\(port)" }
 
   /// Starts a proxy that relays absolute-form requests to 127.0.0.1:`upstreamPort`.
   package init(upstreamPort: Int) throws {
@@ -61,7 +61,7 @@ package final class ForwardProxy: Sendable {
   }
 
   /// Stops accepting, shuts every relayed connection down and waits (briefly) for the threads.
-  package func stop() {
+  func stop() {
     // Wakes every thread blocked in `poll` or `recv` on a connection at once. Under the lock:
     // a connection thread takes its descriptor out of `open` under the same lock before
     // closing it, so every number shut down here is still a connection of this proxy (never

@@ -1,10 +1,10 @@
 import Cepis
-import CepisMock
 import CepisTestSupport
 import Foundation
 import Testing
 
 @testable import CepisCommandLine
+@testable import CepisMock
 
 /// `--proxy` and the proxy variables, end to end through a forward proxy on 127.0.0.1.
 @Suite("Proxies on the command line")

@@ -1,11 +1,11 @@
 import Cepis
 import CepisMock
-import CepisSupport
 import CepisTestSupport
 import Foundation
 import Testing
 
 @testable import CepisCommandLine
+@testable import CepisSupport
 
 /// `cepis enrich` and `cepis batch` over files written the way Excel writes them: `;` between
 /// fields, CRLF, Windows-1252, quoted fields with `;` inside, CEPs that lost their leading

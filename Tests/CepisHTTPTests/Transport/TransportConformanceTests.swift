@@ -1,10 +1,10 @@
-import CepisMock
 import CepisSupport
 import CepisTestSupport
 import Foundation
 import Testing
 
 @testable import CepisHTTP
+@testable import CepisMock
 
 #if canImport(FoundationNetworking)
   import FoundationNetworking

@@ -1,8 +1,8 @@
-import CepisHTTP
 import Foundation
 import Testing
 
 @testable import Cepis
+@testable import CepisHTTP
 
 /// The pure half of fallbacks: how each service's answer is read. What crosses the network
 /// is in `FallbackEndToEndTests`.

@@ -31,7 +31,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   package var waitsForIO: Bool { true }
 
   /// The schema this code writes and reads.
-  package static var schemaVersion: Int64 { SQLiteCacheFile.schemaVersion }
+  static var schemaVersion: Int64 { SQLiteCacheFile.schemaVersion }
 
   /// The database file.
   package var url: URL { file.url }
@@ -109,7 +109,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   /// nothing delivered) when there are more than `limit`, or when `deliver` stopped it. For a
   /// bulk run that will ask for about as many CEPs as the file holds (see
   /// `LookupAsks.startPreloadIfWorthIt()`): a scan costs a fraction of a look-up per CEP.
-  package func allBatchAnswers(
+  func allBatchAnswers(
     edition: String, limit: Int, now: Date, batchSize: Int,
     deliver: (_ answers: [PreloadedAnswer], _ total: Int) -> Bool
   ) throws -> Bool {
@@ -173,7 +173,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
     }
   }
 
-  package func statistics() throws -> CacheStatistics {
+  func statistics() throws -> CacheStatistics {
     let perEdition = try withConnection { db in
       var counts: [String: Int] = [:]
       try db.run("SELECT edition, count(*) FROM entries GROUP BY edition") { row in
@@ -250,7 +250,7 @@ package final class SQLiteCacheStore: CacheStore, @unchecked Sendable {
   }
 
   /// Closes the connection (the next call opens it again); pending recency is written first.
-  package func close() {
+  func close() {
     lock.lock()
     defer { lock.unlock() }
     // Pending uses are written as of the last one noted: the cache's clock, not the wall's.
