@@ -1,14 +1,17 @@
 import Foundation
 
-// The `/csv` answer decoder of the bulk path. No `String` per field and no allocation per row:
-// a pass over the body's bytes notes each answered row's fields, then they are copied,
-// unescaped, into the answer's one packed buffer (`PackedChunkWriter`), made to their size,
-// and become strings only when a caller reads them (a row whose six fields are unquoted and
-// in order, in one copy). Anything but
-// well-formed UTF-8 CSV (a quote never closed, text after a closing quote, invalid UTF-8) is
-// left to the `CSVReader`-based decoder, which says exactly what is wrong; tests and the
-// fuzzer hold the two to the same answers. Both decoders are in this one file (some 430
-// lines), as they must be read side by side.
+// The packed `/csv` answer decoder of the bulk path. No `String` per field and no allocation
+// per row: a pass over the body's bytes notes each answered row's fields, then they are
+// copied, unescaped, into the answer's one packed buffer (`PackedChunkWriter`), made to their
+// size, and become strings only when a caller reads them (a row whose six fields are unquoted
+// and in order, in one copy). Anything but well-formed UTF-8 CSV (a quote never closed, text
+// after a closing quote, invalid UTF-8) is left to the `CSVReader`-based decoder
+// (`decodeBatchRowsWithReader`, in `Bulk/Client+Batch.swift`), which says exactly what is
+// wrong; tests and the fuzzer hold the two to the same answers. The byte scanners both use
+// are in `BatchCSVScan.swift`.
+//
+// Unsafe accesses here read the body's bytes and the decoder's temporary spans through
+// buffer pointers, unchecked in release builds: each states next to it why it is in bounds.
 
 extension Client {
   /// The rows of a `/csv` answer in `chunk`'s order (8-digit CEPs): an address, or `nil` for
@@ -27,6 +30,8 @@ extension Client {
   /// positions while the rows come in the chunk's order).
   package static func decodeBatchRows(_ body: Data, numbers: [Int]) throws -> [Address?] {
     assert(Set(numbers).count == numbers.count, "a chunk's CEP numbers are distinct")
+    // The bytes are alive for the closure, and the decoder keeps no pointer past it: what it
+    // keeps is copied into its packed chunk.
     let packed = body.withUnsafeBytes { raw in
       packedBatchRows(
         raw.bindMemory(to: UInt8.self), positions: ChunkPositions(distinct: numbers),
@@ -42,6 +47,7 @@ extension Client {
   private static func decodeBatchRows(
     _ body: Data, positions: CEPTable, count: Int, cep: (Int) -> String
   ) throws -> [Address?] {
+    // As above: no pointer to the bytes outlives the closure.
     let packed = body.withUnsafeBytes { raw in
       packedBatchRows(
         raw.bindMemory(to: UInt8.self), positions: ChunkPositions(table: positions), count: count)
@@ -90,6 +96,7 @@ extension Client {
     var positions = positions
     guard isValidUTF8(bytes) else { return .notPlain }
     var index = 0
+    // Three bytes read only when there are three.
     if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { index = 3 }
     guard index < bytes.count else { return .notPlain }
 
@@ -128,13 +135,17 @@ extension Client {
     // of CEPs that do not exist, and no copy of the chunk to shed it afterwards).
     let absent = CSVFieldSpan(start: -1, end: -1, escaped: false)
     let spanCount = 6 * count
+    // Both temporary buffers live for their closures only, and no pointer into them escapes.
     return withUnsafeTemporaryAllocation(of: CSVFieldSpan.self, capacity: 7 + spanCount) {
       buffer in
       // A row's spans by slot (a span of start -1: the row has no such column): slot 0 the
-      // CEP, 1...6 the packed fields; then the packed fields of each answered row.
+      // CEP, 1...6 the packed fields; then the packed fields of each answered row. `kept`
+      // has room for six per answered row: at most `count` rows are answered (one per
+      // position, `answered`), and it is written before it is read.
       let spans = UnsafeMutableBufferPointer(rebasing: buffer[0..<7])
       let kept = UnsafeMutableBufferPointer(rebasing: buffer[7...])
       spans.initialize(repeating: absent)
+      // One entry per answered row (at most `count`), written before it is read.
       return withUnsafeTemporaryAllocation(of: (slot: Int32, cep: Int32).self, capacity: count) {
         rows in
         var rowCount = 0
@@ -147,6 +158,7 @@ extension Client {
               { column, span in
                 guard column < columnCount else { return }
                 let slot = slotOfColumn[column]
+                // A slot is -1 or 0...6, and `spans` holds 7.
                 if slot >= 0 { spans[slot] = span }
               })
           else { return .notPlain }
@@ -159,6 +171,9 @@ extension Client {
             }
           }
           let cep = spans[0]
+          // A span present lies inside `bytes` (the scanner's); `position` is below `count`,
+          // the size of `answered` and of `rows`, and each is answered once: `rowCount`
+          // stays below `count`, and `kept` has room for its six fields.
           guard cep.start >= 0, !cep.escaped,
             let number = cepNumber(UnsafeBufferPointer(rebasing: bytes[cep.start..<cep.end])),
             let position = positions.position(of: number), !answered[Int(position)]
@@ -180,12 +195,15 @@ extension Client {
         guard rowCount > 0 else { return .rows(found) }
         var chunk = PackedChunkWriter(rows: rowCount, textBytes: textBytes)
         // Written through a buffer: no uniqueness check per row, nor the retain and release of
-        // each address around it.
+        // each address around it. `row` is below `rowCount`, whose entries of `rows` and `kept`
+        // are written; a row's `slot` is a position, below `count`, the size of `found`.
         found.withUnsafeMutableBufferPointer { found in
           for row in 0..<rowCount {
             let fields = UnsafeBufferPointer(rebasing: kept[row * 6..<row * 6 + 6])
             let packed: PackedFields
             if inOrder, let whole = wholeRow(fields) {
+              // `whole.count` bytes from the first field's start are the row's own, inside
+              // `bytes`; `appendRow` checks them against the chunk's room.
               packed = chunk.appendRow(
                 bytes.baseAddress! + fields[0].start, count: whole.count, ends: whole.ends)
             } else {
@@ -206,6 +224,7 @@ extension Client {
   private static func wholeRow(_ fields: UnsafeBufferPointer<CSVFieldSpan>)
     -> (count: Int, ends: (Int, Int, Int, Int, Int, Int))?
   {
+    // `fields` holds six spans (a row's, in `kept`): every index below is 0...5.
     let start = fields[0].start
     guard start >= 0 else { return nil }
     for field in 0..<6 {
@@ -229,6 +248,8 @@ extension Client {
     _ bytes: UnsafeBufferPointer<UInt8>, _ fields: UnsafeBufferPointer<CSVFieldSpan>,
     into chunk: inout PackedChunkWriter
   ) -> PackedFields {
+    // A span present (start ≥ 0) lies inside `bytes`, as the scanner noted it; the chunk's
+    // appends check its room.
     for span in fields {
       if span.start >= 0 {
         if span.escaped {
@@ -280,150 +301,4 @@ struct ChunkPositions {
     next = Int(position) + 1
     return position
   }
-}
-
-/// Where one CSV field's text is: `start..<end` inside its quotes (if any), and whether it
-/// holds doubled quotes to undo.
-struct CSVFieldSpan {
-  var start = 0
-  var end = 0
-  var escaped = false
-
-  /// The field's text: the bytes themselves, or a copy with each doubled quote undone.
-  func unescaped(in bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
-    var out: [UInt8] = []
-    out.reserveCapacity(end - start)
-    var cursor = start
-    while cursor < end {
-      out.append(bytes[cursor])
-      cursor += escaped && bytes[cursor] == UInt8(ascii: "\"") ? 2 : 1
-    }
-    return out
-  }
-}
-
-/// Scans the comma-separated record that starts at `start` (RFC 4180 as `CSVReader` reads
-/// it: a field is quoted only when its first byte is a quote; LF, CRLF or a lone CR ends a
-/// record), calling `field` with each field's index and span. Returns where the next record
-/// starts, or `nil` for a quote never closed or a byte after a closing quote.
-func scanCSVRecord(
-  _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, _ field: (Int, CSVFieldSpan) -> Void
-) -> (next: Int, fields: Int)? {
-  let quote = UInt8(ascii: "\"")
-  let comma = UInt8(ascii: ",")
-  let lineFeed = UInt8(ascii: "\n")
-  let carriageReturn = UInt8(ascii: "\r")
-  let end = bytes.count
-  var index = start
-  var count = 0
-  while true {
-    var span = CSVFieldSpan()
-    if index < end && bytes[index] == quote {
-      var cursor = index + 1
-      span.start = cursor
-      while true {
-        guard cursor < end else { return nil }
-        if bytes[cursor] == quote {
-          if cursor + 1 < end && bytes[cursor + 1] == quote {
-            span.escaped = true
-            cursor += 2
-            continue
-          }
-          break
-        }
-        cursor += 1
-      }
-      span.end = cursor
-      index = cursor + 1
-      if index < end {
-        let byte = bytes[index]
-        if byte != comma && byte != lineFeed && byte != carriageReturn { return nil }
-      }
-    } else {
-      var cursor = index
-      while cursor < end {
-        let byte = bytes[cursor]
-        if byte == comma || byte == lineFeed || byte == carriageReturn { break }
-        cursor += 1
-      }
-      span.start = index
-      span.end = cursor
-      index = cursor
-    }
-    field(count, span)
-    count += 1
-    if index < end && bytes[index] == comma {
-      index += 1
-      continue
-    }
-    // A line end, or the end of the input.
-    if index < end {
-      if bytes[index] == carriageReturn && index + 1 < end && bytes[index + 1] == lineFeed {
-        index += 2
-      } else {
-        index += 1
-      }
-    }
-    return (index, count)
-  }
-}
-
-/// Whether `bytes` are well-formed UTF-8 (no overlong forms, surrogates or values past
-/// U+10FFFF), ASCII eight bytes at a time.
-func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-  guard let base = bytes.baseAddress else { return true }
-  let count = bytes.count
-  let high: UInt64 = 0x8080_8080_8080_8080
-  var index = 0
-  while index < count {
-    if index + 16 <= count {
-      // Two words at a time while the text is ASCII.
-      let first = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-      let second = UnsafeRawPointer(base + index + 8).loadUnaligned(as: UInt64.self)
-      if (first | second) & high == 0 {
-        index += 16
-        continue
-      }
-    }
-    if index + 8 <= count {
-      let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
-      let highBits = word & high
-      if highBits == 0 {
-        index += 8
-        continue
-      }
-      // Straight to the word's first byte that is not ASCII (in memory order: the lowest
-      // byte of the little-endian word), not one ASCII byte at a time up to it.
-      index += highBits.trailingZeroBitCount >> 3
-    }
-    let lead = base[index]
-    if lead < 0x80 {
-      index += 1
-      continue
-    }
-    func continuation(_ offset: Int) -> UInt8? {
-      guard index + offset < count else { return nil }
-      let byte = base[index + offset]
-      return byte & 0xC0 == 0x80 ? byte : nil
-    }
-    switch lead {
-    case 0xC2...0xDF:
-      guard continuation(1) != nil else { return false }
-      index += 2
-    case 0xE0...0xEF:
-      guard let second = continuation(1), continuation(2) != nil else { return false }
-      if lead == 0xE0 && second < 0xA0 { return false }  // overlong
-      if lead == 0xED && second >= 0xA0 { return false }  // a surrogate
-      index += 3
-    case 0xF0...0xF4:
-      guard let second = continuation(1), continuation(2) != nil, continuation(3) != nil
-      else { return false }
-      if lead == 0xF0 && second < 0x90 { return false }  // overlong
-      if lead == 0xF4 && second >= 0x90 { return false }  // past U+10FFFF
-      index += 4
-    default:
-      return false
-    }
-  }
-  return true
 }

@@ -16,7 +16,7 @@ package struct LookupStatistics: Sendable, Hashable {
   /// CEPs the cache answered fresh (of the live edition), with no request.
   package var cacheHits: Int
   /// Answers read from the cache in one pass at the start of the run (see
-  /// `LookupAsks.preloadIfWorthIt()`); 0 when the run read the cache CEP by CEP.
+  /// `PreloadPass`); 0 when the run read the cache CEP by CEP.
   package var preloaded: Int
   /// CEPs looked up in the cache CEP by CEP (in probes), whether it held them or not.
   package var probed: Int
@@ -73,8 +73,7 @@ extension ChunkOutcome {
   }
 }
 
-/// Answers of the preload's pass (see `LookupAsks.startPreloadIfWorthIt()`), in the file's
-/// order, or its end.
+/// Answers of the preload's pass (see `PreloadPass`), in the file's order, or its end.
 struct PreloadBatch: Sendable {
   var answers: [PreloadedAnswer]
   /// How many answers the whole pass holds.
@@ -116,7 +115,7 @@ struct CachedChunk: Sendable {
   /// when it fails.
   func request(_ numbers: [Int], client: Client) async -> [ChunkAnswer] {
     let live = await edition.value.live
-    switch await LookupAsks.fetch(numbers, client: client) {
+    switch await ChunkRequest.fetch(numbers, client: client) {
     case .success(let found):
       if let live, !Task.isCancelled {
         await cache.storeBehind(
@@ -136,6 +135,39 @@ struct CachedChunk: Sendable {
   }
 }
 
+/// A chunk's request, run in its own task: `/csv` for its CEPs, through the cache with one.
+enum ChunkRequest {
+  /// `outcome` (the chunk and its asks) with the answers of a request for `numbers`.
+  static func outcome(
+    of outcome: ChunkOutcome, numbers: [Int], client: Client, cached: CachedChunk?
+  ) async -> ChunkOutcome {
+    var outcome = outcome
+    if let cached {
+      outcome.answers = await cached.request(numbers, client: client)
+    } else {
+      switch await fetch(numbers, client: client) {
+      case .success(let found): outcome.fetched = found
+      case .failure(let error):
+        outcome.answers = [ChunkAnswer](repeating: .failed(error), count: numbers.count)
+      }
+    }
+    return outcome
+  }
+
+  /// The answers of `/csv` for the CEPs `numbers`, in their order, or why there are none.
+  static func fetch(_ numbers: [Int], client: Client) async -> Result<[Address?], CepisError> {
+    do {
+      return .success(try await client.fetchChunk(numbers: numbers))
+    } catch let error as CepisError {
+      return .failure(error)
+    } catch is CancellationError {
+      return .failure(.networkError(message: "cancelled"))
+    } catch {
+      return .failure(.networkError(message: "\(error)"))
+    }
+  }
+}
+
 /// What a run learns of its cache once, with its first chunk: the live edition (`nil` when
 /// none is known), and whether the cache then held any entry of it. When it held none, the
 /// run's probes answer every CEP as a miss without reading: entries another process stores
@@ -144,6 +176,22 @@ struct CachedChunk: Sendable {
 struct RunEdition: Sendable {
   var live: String?
   var holdsLive: Bool
+
+  /// Starts learning the run's edition of `cache` (`check`: how; see
+  /// ``LookupAsks/EditionCheck``).
+  static func check(
+    _ cache: AddressCache, using client: Client, _ check: LookupAsks.EditionCheck
+  ) -> Task<RunEdition, Never> {
+    Task {
+      let live =
+        switch check {
+        case .refresh: await cache.refreshEdition(using: client)
+        case .live: await cache.liveEdition(using: client)
+        }
+      guard let live else { return RunEdition(live: nil, holdsLive: false) }
+      return RunEdition(live: live, holdsLive: await cache.holdsEntries(of: live))
+    }
+  }
 }
 
 /// Where chunk requests leave their outcomes for the engine: a locked list, and one waiter.

@@ -19,7 +19,7 @@ struct LookupAsksQueueTests {
     let room = queue.capacity
     var head = 0
     var taken: [[Int32]] = []
-    while let ids = LookupAsks.takeChunk(from: &queue, head: &head, partial: true) {
+    while let ids = AskQueues.takeChunk(from: &queue, head: &head, partial: true) {
       taken.append(ids)
     }
     // Every ask once, in order, 500 to a chunk.
