@@ -22,13 +22,13 @@ struct CacheStoreConformanceTests {
 
   /// `store` made in a temporary folder, closed and its folder removed afterwards.
   func with(
-    _ store: StoreUnderTest, _ body: (any CacheStore, URL) throws -> Void
+    _ store: StoreUnderTest, _ body: (any CacheStore) throws -> Void
   ) async throws {
     try await withTemporaryFolder { folder in
       try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
       let made = try store.make(folder)
       defer { made.close() }
-      try body(made, folder)
+      try body(made)
     }
   }
 
@@ -59,7 +59,7 @@ struct CacheStoreConformanceTests {
     "what is stored is read back, addresses and 'does not exist' alike",
     arguments: StoreUnderTest.all)
   func roundTrip(store: StoreUnderTest) async throws {
-    try await with(store) { cache, _ in
+    try await with(store) { cache in
       let stored = entries(1_001_000..<1_001_300, edition: "2026-11")
       try cache.store(stored, liveEdition: "2026-11", now: now)
       let asked = Array(1_000_900..<1_001_400)
@@ -73,7 +73,7 @@ struct CacheStoreConformanceTests {
     "a batch answer never replaces a single one of its edition; anything else replaces",
     arguments: StoreUnderTest.all)
   func replacement(store: StoreUnderTest) async throws {
-    try await with(store) { cache, _ in
+    try await with(store) { cache in
       let single = entries(2_000_000..<2_000_010, edition: "2026-11")
       try cache.store(single, liveEdition: "2026-11", now: now)
       try cache.store(
@@ -93,7 +93,7 @@ struct CacheStoreConformanceTests {
 
   @Test("the edition mark, the counts per edition, and clear", arguments: StoreUnderTest.all)
   func markStatisticsAndClear(store: StoreUnderTest) async throws {
-    try await with(store) { cache, _ in
+    try await with(store) { cache in
       #expect(try cache.editionMark() == nil)
       let mark = EditionMark(edition: "2026-11", checkedAt: now)
       try cache.setEditionMark(mark)
@@ -118,7 +118,7 @@ struct CacheStoreConformanceTests {
     "uses noted and a close lose nothing: the store answers the same afterwards",
     arguments: StoreUnderTest.all)
   func noteUsedAndClose(store: StoreUnderTest) async throws {
-    try await with(store) { cache, _ in
+    try await with(store) { cache in
       let stored = entries(4_000_000..<4_000_100, edition: "2026-11")
       try cache.store(stored, liveEdition: "2026-11", now: now)
       cache.noteUsed(Array(4_000_000..<4_000_050), now: now.addingTimeInterval(60))
@@ -133,7 +133,7 @@ struct CacheStoreConformanceTests {
     "a preload delivers every answer of the edition as the batch path serves it, or says it cannot",
     arguments: StoreUnderTest.all)
   func preload(store: StoreUnderTest) async throws {
-    try await with(store) { cache, _ in
+    try await with(store) { cache in
       let live = entries(5_000_000..<5_000_250, edition: "2026-11")
       try cache.store(live, liveEdition: "2026-11", now: now)
       try cache.store(

@@ -29,7 +29,7 @@ final class Model {
 
 /// `String(unsafeUninitializedCapacity:initializingUTF8With:)`: macOS 11.
 func digits() -> String {
-  String(unsafeUninitializedCapacity: 1) { buffer in  // expect: init(unsafeUninitializedCapacity:initializingUTF8With:)
+  String(unsafeUninitializedCapacity: 1) { buffer in  // expect: init(unsafeUninitializedCapacity:
     buffer[0] = UInt8(ascii: "1")
     return 1
   }
