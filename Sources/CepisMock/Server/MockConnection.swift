@@ -89,7 +89,8 @@ struct MockConnection {
     return head.contains("\nexpect: 100-continue")
   }
 
-  /// Logs the request, picks its faults, builds and sends the answer.
+  /// Logs the request, puts it to the route's rate limit, picks its faults, builds and sends
+  /// the answer.
   private func respond(to request: MockHTTPRequest) -> ConnectionEnd {
     let target = Router.route(request.path)
     let route = target.route
@@ -97,6 +98,8 @@ struct MockConnection {
     var response: Response
     if case .control(let name) = target {
       response = engine.ledger.control(name, request: request)
+    } else if let refusal = admission.refusal, let route {
+      response = refusal.response(route: route)
     } else {
       response = engine.responder.answer(
         request, target: target, faults: admission.faults, degraded: admission.degraded,

@@ -22,7 +22,8 @@ import Foundation
 ///
 /// The server is the surface users call; the work is done by the internal parts it holds: a
 /// connection engine (the listener, the connections and their threads, the answers on the
-/// wire) and a request ledger (scripts, modes, the `/health` flags, the log and the counters).
+/// wire) and a request ledger (scripts, modes, rate limits, the `/health` flags, the log and
+/// the counters).
 public final class MockServer: Sendable {
   /// How a ``MockServer`` is set up.
   public struct Configuration: Sendable {
@@ -58,6 +59,10 @@ public final class MockServer: Sendable {
     /// Answers past the budget are built each time. The dataset never changes while a server
     /// runs, so a kept answer is always the one that would be built.
     public var keptCSVAnswerBytes: Int
+    /// The rate limits the server starts with, by route (empty by default), and that
+    /// ``MockServer/reset()`` restores; ``MockServer/limitRate(_:_:)`` changes them while it
+    /// runs.
+    public var rateLimits: [MockRoute: MockRateLimit]
 
     /// Creates a configuration.
     public init(
@@ -65,7 +70,7 @@ public final class MockServer: Sendable {
       chaos: MockChaos? = nil, degraded: Bool = false, maxConnections: Int = 256,
       idleTimeout: TimeInterval = 15, maxDribbleBytes: Int = 1_024, maxLogEntries: Int = 100_000,
       parserLimits: MockHTTPRequest.Limits = MockHTTPRequest.Limits(), edition: String = "2026-11",
-      keptCSVAnswerBytes: Int = 0
+      keptCSVAnswerBytes: Int = 0, rateLimits: [MockRoute: MockRateLimit] = [:]
     ) {
       self.port = port
       self.dataset = dataset
@@ -79,6 +84,7 @@ public final class MockServer: Sendable {
       self.parserLimits = parserLimits
       self.edition = edition
       self.keptCSVAnswerBytes = keptCSVAnswerBytes
+      self.rateLimits = rateLimits
     }
   }
 
@@ -88,8 +94,14 @@ public final class MockServer: Sendable {
   let ledger: RequestLedger
 
   /// Creates a server; nothing listens until ``start()``.
-  public init(configuration: Configuration = Configuration()) {
-    ledger = RequestLedger(configuration: configuration)
+  public convenience init(configuration: Configuration = Configuration()) {
+    self.init(configuration: configuration, clock: monotonicSeconds)
+  }
+
+  /// Creates a server whose rate limits read `clock` (monotonic seconds): tests drive them
+  /// without sleeping.
+  init(configuration: Configuration, clock: @escaping @Sendable () -> Double) {
+    ledger = RequestLedger(configuration: configuration, clock: clock)
     engine = MockConnectionEngine(
       configuration: configuration, ledger: ledger,
       responder: Responder(configuration: configuration))
@@ -193,8 +205,9 @@ public final class MockServer: Sendable {
   }
 
   /// How many faults of each kind were injected (by script, mode or chaos), keyed by
-  /// ``MockFault/name``. Faults that do not apply to the route (CSV faults elsewhere) are not
-  /// counted.
+  /// ``MockFault/name``, and how many requests the rate limits refused, keyed `rateLimited`
+  /// (429) and `blocked` (403), all routes together (see ``limitRate(_:_:)``). Faults that do
+  /// not apply to the route (CSV faults elsewhere) are not counted.
   public var faultCounts: [String: Int] { ledger.faultCounts }
 
   /// How many requests were received (all routes, control included).
@@ -211,7 +224,9 @@ public final class MockServer: Sendable {
   }
 
   /// Clears scripts, modes, the log and the counters, restarts the chaos sequence and restores
-  /// the configured degraded flag and edition.
+  /// the configured degraded flag and edition. Rate limits set with ``limitRate(_:_:)`` are
+  /// removed and the configured ones (``Configuration/rateLimits``) restored, their buckets
+  /// full and their windows empty.
   public func reset() {
     ledger.reset()
   }

@@ -1,8 +1,8 @@
 import Foundation
 
 extension RequestLedger {
-  /// The `/__mock/…` control endpoints: they script faults, read the log, reset the server and
-  /// set the `/health` flags, all on this ledger.
+  /// The `/__mock/…` control endpoints: they script faults, set rate limits, read the log,
+  /// reset the server and set the `/health` flags, all on this ledger.
   func control(_ name: String, request: MockHTTPRequest) -> Response {
     func reply(_ status: Int, _ body: [UInt8]) -> Response {
       Response(status: status, contentType: jsonType, body: .bytes(body))
@@ -11,7 +11,7 @@ extension RequestLedger {
       reply(status, jsonObject(["ok": .bool(false), "mensagem": .string(text)]))
     }
     let expected = name == "requests" ? "GET" : "POST"
-    let known = ["script", "mode", "reset", "requests", "degraded", "edition"]
+    let known = ["script", "mode", "reset", "requests", "degraded", "edition", "rate-limit"]
     guard known.contains(name) else { return fail(404, "Endpoint de controle desconhecido") }
     guard request.method == expected else {
       var response = fail(405, "Use \(expected)")
@@ -19,6 +19,8 @@ extension RequestLedger {
       return response
     }
     switch name {
+    case "rate-limit":
+      return controlRateLimit(request)
     case "reset":
       reset()
       return reply(200, jsonObject(["ok": .bool(true)]))

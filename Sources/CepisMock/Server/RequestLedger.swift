@@ -2,9 +2,10 @@ import CepisSupport
 import Foundation
 
 /// What a ``MockServer`` has been told to do and what it has seen: the scripted and
-/// persistent faults, the chaos sequence, the `/health` flags, the request log and the
-/// counters read by ``MockServer/requests``, ``MockServer/faultCounts``,
-/// ``MockServer/requestCount`` and ``MockServer/peakConcurrentRequests(on:)``.
+/// persistent faults, the chaos sequence, the rate limits, the `/health` flags, the request
+/// log and the counters read by ``MockServer/requests``, ``MockServer/faultCounts``,
+/// ``MockServer/requestCount``, ``MockServer/peakConcurrentRequests(on:)`` and the rate
+/// limits' counts (``MockServer/rateLimitedCount(on:)`` and its siblings).
 ///
 /// Everything sits under one lock, so that admitting a request (logging it, counting it and
 /// picking its faults) takes that lock once.
@@ -27,6 +28,17 @@ final class RequestLedger: Sendable {
     /// to be written, delays included), and the most at once since the start or the last reset.
     var answering: [MockRoute: Int] = [:]
     var peakAnswering: [MockRoute: Int] = [:]
+    /// Each limited route's limit and its buckets and window.
+    var limiters: [MockRoute: RateLimiter]
+    /// Per route, the requests let through and refused since the start or the last reset.
+    var limitCounts: [MockRoute: RateLimitCounts] = [:]
+  }
+
+  /// What a route's rate limit did (every routed request counts in exactly one).
+  struct RateLimitCounts {
+    var accepted = 0
+    var rateLimited = 0
+    var blocked = 0
   }
 
   /// What admitting a request decided.
@@ -39,6 +51,9 @@ final class RequestLedger: Sendable {
     var edition: String
     /// The request's position in the log, counting dropped records (see ``markClientClosed(_:)``).
     var logIndex: Int
+    /// The route's rate limit refused the request: its answer, in place of the route's (no
+    /// faults then).
+    var refusal: RateRefusal? = nil
   }
 
   let state: LockedValue<State>
@@ -46,13 +61,25 @@ final class RequestLedger: Sendable {
   private let configuredEdition: String
   private let chaos: MockChaos?
   private let maxLogEntries: Int
+  private let configuredRateLimits: [MockRoute: MockRateLimit]
+  /// The rate limits' clock: monotonic seconds.
+  let clock: @Sendable () -> Double
 
-  init(configuration: MockServer.Configuration) {
+  /// Creates a ledger; `clock` (monotonic seconds) drives the rate limits.
+  init(
+    configuration: MockServer.Configuration,
+    clock: @escaping @Sendable () -> Double = monotonicSeconds
+  ) {
     configuredDegraded = configuration.degraded
     configuredEdition = configuration.edition
     chaos = configuration.chaos
     maxLogEntries = configuration.maxLogEntries
-    state = LockedValue(State(degraded: configuration.degraded, edition: configuration.edition))
+    configuredRateLimits = configuration.rateLimits.filter { !$0.value.isEmpty }
+    self.clock = clock
+    state = LockedValue(
+      State(
+        degraded: configuration.degraded, edition: configuration.edition,
+        limiters: configuredRateLimits.mapValues(RateLimiter.init)))
   }
 
   // MARK: Scripting
@@ -104,8 +131,9 @@ final class RequestLedger: Sendable {
   }
 
   /// Clears scripts, modes, the log and the counters, restarts the chaos sequence and restores
-  /// the configured degraded flag and edition.
+  /// the configured degraded flag, edition and rate limits (their buckets full again).
   func reset() {
+    let limiters = configuredRateLimits.mapValues(RateLimiter.init)
     state.withLock { state in
       state.scripts.removeAll()
       state.modes.removeAll()
@@ -117,14 +145,17 @@ final class RequestLedger: Sendable {
       state.peakAnswering = state.answering.filter { $0.value > 0 }
       state.degraded = configuredDegraded
       state.edition = configuredEdition
+      state.limiters = limiters
+      state.limitCounts.removeAll()
     }
   }
 
   // MARK: Answering
 
-  /// Logs and counts a request, and picks its faults: modes, then chaos, then the scripted
-  /// fault, so the most explicit one is applied last. A routed request counts as being
-  /// answered until ``answered(_:)``.
+  /// Logs and counts a request, puts it to the route's rate limit, and picks the faults of a
+  /// request the limit lets through: modes, then chaos, then the scripted fault, so the most
+  /// explicit one is applied last. A routed request counts as being answered until
+  /// ``answered(_:)``.
   func admit(_ request: MockHTTPRequest, route: MockRoute?, arrival: Date) -> Admission {
     let chaos = self.chaos
     let maxLog = maxLogEntries
@@ -147,6 +178,11 @@ final class RequestLedger: Sendable {
       let answering = state.answering[route, default: 0] + 1
       state.answering[route] = answering
       state.peakAnswering[route] = max(state.peakAnswering[route] ?? 0, answering)
+      if let refusal = Self.refusal(&state, route: route, now: clock, wallClock: arrival) {
+        return Admission(
+          faults: [], degraded: state.degraded, edition: state.edition, logIndex: logIndex,
+          refusal: refusal)
+      }
       var faults = state.modes[route] ?? []
       if let chaos, !route.isFallbackProvider {
         let index = state.chaosIndex
