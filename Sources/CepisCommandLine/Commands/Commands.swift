@@ -144,12 +144,31 @@ enum Commands {
 
   static let mock = CommandSpec(
     name: "mock", abstract: "run the CepisMock server in the foreground",
-    discussion: "Prints its base URL on the first line of stdout; stops on SIGINT/SIGTERM.",
+    discussion: """
+      Prints its base URL on the first line of stdout; stops on SIGINT/SIGTERM.
+
+      --rate-limit ROUTE=LIMIT limits one route (cep, csv, health, cpf, viacep, brasilapi)
+      as the real services do. LIMIT is either
+        RATE[,burst=N][,retry-after=SECONDS|date]   a token bucket: RATE is N/s or N/min
+            (5/s, 0.5/s, 30/min); burst defaults to one second's requests (at least 1);
+            past it, 429 with Retry-After (default: whole seconds until the next token;
+            'date' sends an HTTP-date)
+        block,after=N,within=DURATION,for=DURATION  after N requests within a sliding
+            window, 403 text/html for DURATION (seconds, or 90s, 30min, 2h); blocked
+            requests do not extend the block
+      Repeat the option to give one route both (the block is checked first), e.g.
+        --rate-limit viacep=block,after=550,within=2h,for=1h --rate-limit viacep=10/s
+      POST /__mock/reset restores these limits.
+      """,
     options: [
       .value("port", "N", "port on 127.0.0.1 (default 0: any free port)"),
       .value("data", "FILE", "dataset file (default: the built-in sample)"),
       .value("chaos", "SEED:RATE", "inject random faults (e.g. 7:0.3)"),
       .value("cpf-key", "KEY", "accept this CPFHub API key (repeatable)"),
+      .value(
+        "rate-limit", "ROUTE=LIMIT",
+        "limit a route's rate (repeatable): csv=5/s,burst=5 or "
+          + "viacep=block,after=550,within=7200,for=3600"),
     ])
 
   static let cache = CommandSpec(

@@ -34,6 +34,8 @@ enum MockCommand {
     if let keys = context.parsed.options["cpf-key"] {
       configuration.cpfAPIKeys = Set(keys)
     }
+    configuration.rateLimits = try parseRateLimits(
+      context.parsed.options["rate-limit"] ?? [], path: path)
     let server = MockServer(configuration: configuration)
     do {
       try await server.start()
@@ -63,6 +65,29 @@ enum MockCommand {
         path: path)
     }
     return MockChaos(seed: seed, rate: rate)
+  }
+
+  /// The `--rate-limit` values, `ROUTE=LIMIT` each (`csv=5/s,burst=5`,
+  /// `viacep=block,after=550,within=7200,for=3600`). Two values for one route combine: a rate
+  /// and a block both apply; a later rate (or block) replaces an earlier one.
+  static func parseRateLimits(
+    _ texts: [String], path: [String]
+  ) throws(UsageError) -> [MockRoute: MockRateLimit] {
+    var limits: [MockRoute: MockRateLimit] = [:]
+    for text in texts {
+      let parsed: (route: MockRoute, limit: MockRateLimit)
+      do {
+        parsed = try MockRateLimit.parse(routed: text)
+      } catch {
+        throw UsageError(
+          message: "option '--rate-limit' got '\(text)': \(error.description); use "
+            + "ROUTE=RATE[,burst=N][,retry-after=SECONDS|date] or "
+            + "ROUTE=block,after=N,within=SECONDS,for=SECONDS, as in csv=5/s,burst=5",
+          path: path)
+      }
+      limits[parsed.route] = (limits[parsed.route] ?? MockRateLimit()).combined(with: parsed.limit)
+    }
+    return limits
   }
 }
 
