@@ -167,8 +167,7 @@ enum Commands {
       .value("cpf-key", "KEY", "accept this CPFHub API key (repeatable)"),
       .value(
         "rate-limit", "ROUTE=LIMIT",
-        "limit a route's rate (repeatable): csv=5/s,burst=5 or "
-          + "viacep=block,after=550,within=7200,for=3600"),
+        "limit a route's rate, e.g. csv=5/s,burst=5 (repeatable; see above)"),
     ])
 
   static let cache = CommandSpec(

@@ -82,7 +82,7 @@ enum MockCommand {
         throw UsageError(
           message: "option '--rate-limit' got '\(text)': \(error.description); use "
             + "ROUTE=RATE[,burst=N][,retry-after=SECONDS|date] or "
-            + "ROUTE=block,after=N,within=SECONDS,for=SECONDS, as in csv=5/s,burst=5",
+            + "ROUTE=block,after=N,within=DURATION,for=DURATION, as in csv=5/s,burst=5",
           path: path)
       }
       limits[parsed.route] = (limits[parsed.route] ?? MockRateLimit()).combined(with: parsed.limit)

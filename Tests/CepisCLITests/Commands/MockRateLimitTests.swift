@@ -45,7 +45,7 @@ struct MockRateLimitTests {
     }
     #expect(error?.message.contains("--rate-limit") == true)
     #expect(error?.message.contains("'\(spec)'") == true)
-    #expect(error?.message.contains("ROUTE=block,after=N,within=SECONDS,for=SECONDS") == true)
+    #expect(error?.message.contains("ROUTE=block,after=N,within=DURATION,for=DURATION") == true)
   }
 
   @Test func helpDescribesTheOption() {
