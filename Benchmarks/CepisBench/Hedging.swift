@@ -38,7 +38,7 @@ func hedgeBenchmark(_ args: Arguments) async {
   }
   let client = Client(
     baseURL: server.baseURL, timeout: 10, transport: benchTransport(args),
-    fallbacks: [.viaCEP(baseURL: viaCEPServer.baseURL)],
+    fallbacks: [.viaCEP(baseURL: viaCEPServer.baseURL, budget: .unlimited)],
     hedgeAfter: hedgeAfter)
   // Existing synthetic CEPs (values ending in 0), one per lookup.
   let ceps = (0..<lookups).map { String(10_000_000 + $0 * 10) }

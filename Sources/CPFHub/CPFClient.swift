@@ -232,6 +232,8 @@ public struct CPFClient: Sendable {
       return .invalidResponse("response body larger than \(limit) bytes")
     case .redirectLoop:
       return .invalidResponse("the API's redirects go round in a loop")
+    case .rateLimitedLocally(let message, let retryAfter):
+      return .rateLimited(message: message, retryAfter: retryAfter)
     }
   }
 

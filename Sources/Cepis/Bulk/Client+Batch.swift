@@ -72,9 +72,9 @@ extension Client {
   }
 
   /// Fetches one chunk of CEP numbers and answers in the chunk's order (`nil`: not found or
-  /// not answered).
-  func fetchChunk(numbers: [Int]) async throws -> [Address?] {
-    let response = try await send(path: Self.batchPath(numbers))
+  /// not answered); through a bulk run's `gate` when there is one.
+  func fetchChunk(numbers: [Int], gate: RateGate? = nil) async throws -> [Address?] {
+    let response = try await send(path: Self.batchPath(numbers), gate: gate)
     switch response.status {
     case 200..<300:
       return try Self.decodeBatch(response, numbers: numbers)

@@ -98,6 +98,13 @@ public struct BulkOptions: Sendable, Hashable {
   /// plain `Sequence` never pauses, and ignores it. Default 0.05; 0 sends a partial chunk at
   /// every pause.
   public var linger: Double
+  /// How long, in seconds, a run keeps asking while the API answers nothing but 429 (rate
+  /// limited) before the rows still waiting fail with ``CepisError/rateLimited(message:retryAfter:)``.
+  /// Until then a 429 is no failure: every request of the run pauses until its
+  /// `Retry-After`, the requests in flight shrink and the run paces itself to what the API
+  /// lets through, and the refused chunk is asked again. Default 600 (ten minutes), so that
+  /// an API that never recovers cannot hang a job.
+  public var rateLimitPatience: Double
   /// About how many rows the input holds, when the caller knows (the command line, from a
   /// file's size; `lookupMany`, its count); 0 when it does not. With a file cache that holds
   /// no more answers of the live edition than this (and than ``memoCapacity``), the run reads
@@ -112,12 +119,13 @@ public struct BulkOptions: Sendable, Hashable {
   /// raised.
   public init(
     memoCapacity: Int = 100_000, readAhead: Int = 8_000, chunksInFlight: Int = 4,
-    linger: Double = 0.05
+    linger: Double = 0.05, rateLimitPatience: Double = 600
   ) {
     self.memoCapacity = max(0, memoCapacity)
     self.readAhead = max(1, readAhead)
     self.chunksInFlight = max(1, chunksInFlight)
     self.linger = linger.isNaN ? 0 : max(0, linger)
+    self.rateLimitPatience = rateLimitPatience.isNaN ? 600 : max(0, rateLimitPatience)
   }
 }
 
@@ -301,6 +309,10 @@ where Rows.Element: Sendable {
 
     /// What this iteration has spent so far.
     package var statistics: LookupStatistics { engine.statistics }
+
+    /// The gate the iteration's requests go through: its figures may be read from any task
+    /// (the command line's progress line does, while the iteration waits on a rate limit).
+    package var rateGate: RateGate { engine.asks.gate }
 
     /// The next row's answer; `nil` after the last row.
     ///

@@ -72,6 +72,9 @@ public struct Client: Sendable {
   /// ``lookupMany(_:)`` answer from and store into (see ``AddressCache``); `nil`, the default, for
   /// none.
   public let cache: AddressCache?
+  /// The rate this client keeps to on its own (see ``RateLimit``), shared with the clients
+  /// built with the same limit on the same ``transport``; `nil`, the default, for none.
+  public let rateLimit: RateLimit?
 
   let core: HTTPClientCore
   /// The headers of every request to cep.is, built once.
@@ -104,6 +107,10 @@ public struct Client: Sendable {
   ///     hedging. Negative values count as 0.
   ///   - cache: where ``lookup(_:)`` and the bulk lookups keep cep.is's answers, tied to the
   ///     DNE edition (see ``AddressCache``); `nil`, the default, for none.
+  ///   - rateLimit: a rate of requests to cep.is this client keeps to, for users who know
+  ///     their quota (see ``RateLimit``); shared with every client built with the same limit
+  ///     on the same `transport`. `nil`, the default, for none: the bulk lookups still adapt
+  ///     to the API's 429s on their own.
   public init(
     baseURL: URL = Client.defaultBaseURL,
     timeout: TimeInterval = 10,
@@ -116,13 +123,14 @@ public struct Client: Sendable {
     retryBudget: RetryBudget? = .standard,
     fallbacks: [Fallback] = [],
     hedgeAfter: TimeInterval? = nil,
-    cache: AddressCache? = nil
+    cache: AddressCache? = nil,
+    rateLimit: RateLimit? = nil
   ) {
     self.init(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
       backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: userAgent,
       transport: transport, retryBudget: retryBudget, fallbacks: fallbacks,
-      hedgeAfter: hedgeAfter, cache: cache, environment: .live)
+      hedgeAfter: hedgeAfter, cache: cache, rateLimit: rateLimit, environment: .live)
   }
 
   /// Creates a client on a `URLSession` transport made from `session`'s configuration: the
@@ -163,12 +171,15 @@ public struct Client: Sendable {
     fallbacks: [Fallback] = [],
     hedgeAfter: TimeInterval? = nil,
     cache: AddressCache? = nil,
+    rateLimit: RateLimit? = nil,
     environment: HTTPEnvironment
   ) {
     self.core = HTTPClientCore(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
       backoffMax: backoffMax, totalTimeout: totalTimeout, transport: transport.base,
-      maxBodyBytes: Self.maxBodyBytes, budget: retryBudget, environment: environment)
+      maxBodyBytes: Self.maxBodyBytes, budget: retryBudget, environment: environment,
+      pacer: rateLimit.map { transport.pacers.pacer(for: $0) })
+    self.rateLimit = rateLimit
     let policy = core.policy
     self.baseURL = core.baseURL
     self.timeout = policy.attemptTimeout
@@ -296,13 +307,14 @@ public struct Client: Sendable {
   /// Performs `GET {base}{pathAndQuery}` through the retry core and maps its failures.
   func send(
     path pathAndQuery: String,
+    gate: RateGate? = nil,
     isFinal: @escaping @Sendable (HTTPResponse) -> Bool = { _ in false }
   ) async throws -> HTTPResponse {
     guard let request = core.getRequest(pathAndQuery, headers: requestHeaders) else {
       throw CepisError.invalidResponse("cannot build a URL from base \(quoted(core.base))")
     }
     do {
-      return try await core.executor.perform(request, isFinal: isFinal)
+      return try await core.executor.perform(request, gate: gate, isFinal: isFinal)
     } catch let failure as HTTPFailure {
       throw Self.map(failure)
     }
@@ -321,6 +333,8 @@ public struct Client: Sendable {
       return .invalidResponse("response body larger than \(limit) bytes")
     case .redirectLoop:
       return .invalidResponse("the API's redirects go round in a loop")
+    case .rateLimitedLocally(let message, let retryAfter):
+      return .rateLimited(message: message, retryAfter: retryAfter)
     }
   }
 

@@ -74,19 +74,24 @@ extension Client {
 
       /// Starts the next fallback within what is left of the deadline; `false` when none is
       /// left or no time is.
+      /// Fallbacks whose budget is spent, or that are cooling down, are skipped.
       func startNextFallback() -> Bool {
-        guard nextFallback < fallbacks.count else { return false }
         var limit = timeout
         if let deadline {
           let remaining = deadline - monotonicSeconds()
           guard remaining > 0 else { return false }
           limit = min(limit, remaining)
         }
-        let fallback = fallbacks[nextFallback]
-        nextFallback += 1
-        fallbackInFlight = true
-        group.addTask { .fallback(await ask(fallback, cep: digits, timeout: limit)) }
-        return true
+        while nextFallback < fallbacks.count {
+          let fallback = fallbacks[nextFallback]
+          nextFallback += 1
+          guard transport.allowances.permit(fallback.allowanceKey, make: fallback.allowance)
+          else { continue }
+          fallbackInFlight = true
+          group.addTask { .fallback(await ask(fallback, cep: digits, timeout: limit)) }
+          return true
+        }
+        return false
       }
 
       while let event = try await group.next() {
@@ -151,6 +156,15 @@ extension Client {
     do {
       // One attempt, with the same redirect rule and framing checks as every cep.is attempt.
       let response = try await core.executor.sendFollowingRedirects(request, timeout: timeout)
+      if response.status == 429 || response.status == 403 {
+        // Rate limited or blocked: leave the service alone for a while.
+        transport.allowances.refused(
+          fallback.allowanceKey,
+          retryAfter: response.header("retry-after").flatMap {
+            RetryAfter.seconds(from: $0, now: core.executor.environment.now())
+          },
+          make: fallback.allowance)
+      }
       return fallback.interpret(response, cep: cep)
     } catch let failure as HTTPFailure {
       return .failed("\(Self.map(failure))")

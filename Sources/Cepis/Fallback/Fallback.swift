@@ -24,6 +24,9 @@ import Foundation
 /// The rules a caller can rely on:
 /// - fallbacks are asked in the order given, **one attempt each** (no retries), each within
 ///   the client's ``Client/timeout`` and what is left of ``Client/totalTimeout``;
+/// - each is asked only within its ``budget`` (per process; see ``FallbackBudget``), and not
+///   at all for a cool-down after it answered 429 or 403: a fallback that may not be asked is
+///   skipped, hedge or not;
 /// - with ``Client/hedgeAfter``, when cep.is has not answered after that many seconds the
 ///   first fallback is asked in parallel; the first definitive answer (an address, or "not
 ///   found") wins and every other request in flight is cancelled, its connection closed. An
@@ -60,13 +63,16 @@ public struct Fallback: Sendable, Hashable, CustomStringConvertible {
   public let baseURL: URL
   /// `baseURL` as text, without trailing slashes.
   let base: String
+  /// How often the service may be asked (see ``FallbackBudget``).
+  public let budget: FallbackBudget
 
-  private init(source: AddressSource, baseURL: URL) {
+  private init(source: AddressSource, baseURL: URL, budget: FallbackBudget) {
     var text = baseURL.absoluteString
     while text.hasSuffix("/") { text.removeLast() }
     self.source = source
     self.base = text
     self.baseURL = URL(string: text) ?? baseURL
+    self.budget = budget
   }
 
   /// [ViaCEP](https://viacep.com.br): `GET {baseURL}/ws/{cep}/json/`.
@@ -75,9 +81,14 @@ public struct Fallback: Sendable, Hashable, CustomStringConvertible {
   /// no coordinates. A CEP it does not know is answered 200 `{"erro": true}` (or `"true"`):
   /// ``CepisError/cepNotFound(_:)``.
   ///
-  /// - Parameter baseURL: where ViaCEP is (a stand-in such as CepisMock in tests).
-  public static func viaCEP(baseURL: URL = Fallback.defaultViaCEPURL) -> Fallback {
-    Fallback(source: .viaCEP, baseURL: baseURL)
+  /// - Parameters:
+  ///   - baseURL: where ViaCEP is (a stand-in such as CepisMock in tests).
+  ///   - budget: how often it may be asked; ``FallbackBudget/viaCEPDefault`` (3 a minute, 10
+  ///     at once) keeps an address well clear of ViaCEP's blocks.
+  public static func viaCEP(
+    baseURL: URL = Fallback.defaultViaCEPURL, budget: FallbackBudget = .viaCEPDefault
+  ) -> Fallback {
+    Fallback(source: .viaCEP, baseURL: baseURL, budget: budget)
   }
 
   /// [BrasilAPI](https://brasilapi.com.br), CEP v2: `GET {baseURL}/api/cep/v2/{cep}`.
@@ -90,9 +101,14 @@ public struct Fallback: Sendable, Hashable, CustomStringConvertible {
   /// error says "not found" or "invalid CEP" is ``CepisError/cepNotFound(_:)``; any other is
   /// an outage, skipped like a failure.
   ///
-  /// - Parameter baseURL: where BrasilAPI is (a stand-in such as CepisMock in tests).
-  public static func brasilAPI(baseURL: URL = Fallback.defaultBrasilAPIURL) -> Fallback {
-    Fallback(source: .brasilAPI, baseURL: baseURL)
+  /// - Parameters:
+  ///   - baseURL: where BrasilAPI is (a stand-in such as CepisMock in tests).
+  ///   - budget: how often it may be asked; ``FallbackBudget/brasilAPIDefault`` (30 a
+  ///     minute, 30 at once) stays well under the rate its maintainers mention.
+  public static func brasilAPI(
+    baseURL: URL = Fallback.defaultBrasilAPIURL, budget: FallbackBudget = .brasilAPIDefault
+  ) -> Fallback {
+    Fallback(source: .brasilAPI, baseURL: baseURL, budget: budget)
   }
 
   /// The service's name and address: `ViaCEP (https://viacep.com.br)`.

@@ -166,7 +166,34 @@ struct Context: Sendable {
       baseURL: baseURL, timeout: timeout, maxAttempts: attempts, totalTimeout: total,
       userAgent: "cepis-cli/\(CepisTool.version) (+https://cep.is)", transport: try transport(),
       fallbacks: fallbacks, hedgeAfter: hedgeAfter,
-      cache: cached ? try CacheOptions.cache(self, baseURL: baseURL) : nil)
+      cache: cached ? try CacheOptions.cache(self, baseURL: baseURL) : nil,
+      rateLimit: try rateLimit())
+  }
+
+  /// `--rate` (env `CEPIS_RATE`): `N/s`, `N/min`, or `N` (a second); `nil` when not given.
+  func rateLimit() throws(UsageError) -> RateLimit? {
+    guard
+      let text = parsed.value("rate")
+        ?? environment["CEPIS_RATE"].flatMap({ $0.isEmpty ? nil : $0 })
+    else { return nil }
+    guard let limit = Self.parseRate(text) else {
+      throw UsageError(
+        message: "option '--rate' needs a rate such as 5/s or 300/min, not '\(text)'", path: path)
+    }
+    return limit
+  }
+
+  /// `5/s`, `2.5/s`, `300/min` or `5`; `nil` for anything else, or a rate that is not above 0.
+  static func parseRate(_ text: String) -> RateLimit? {
+    let parts = text.trimmingCharacters(in: .whitespaces).lowercased()
+      .split(separator: "/", omittingEmptySubsequences: false)
+    guard parts.count <= 2, let count = Double(String(parts[0])), count.isFinite, count > 0
+    else { return nil }
+    switch parts.count == 2 ? String(parts[1]) : "s" {
+    case "s", "sec", "second": return .perSecond(count)
+    case "m", "min", "minute": return .perMinute(count)
+    default: return nil
+    }
   }
 
   /// `--base-url` (env `CEPIS_BASE_URL`), or cep.is.

@@ -9,6 +9,10 @@ enum Commands {
     .value("attempts", "N", "attempts per request, the first included (default 3)"),
     .value("total-timeout", "SECONDS", "deadline of a whole request, retries included"),
     .value(
+      "rate", "RATE",
+      "send at most this many requests to the API: N/s or N/min (env CEPIS_RATE; default "
+        + "none: bulk commands still slow down on the API's 429s)"),
+    .value(
       "transport", "NAME",
       "urlsession or async-http-client (env CEPIS_TRANSPORT; default: the build's best)"),
     .value(

@@ -1,4 +1,5 @@
 import Cepis
+import CepisSupport
 import Dispatch
 import Foundation
 
@@ -208,14 +209,24 @@ private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
 }
 
 /// Progress on stderr: rows done, percentage and ETA when the input's size is known, rows
-/// per second. Redrawn in place on a terminal; one line a second otherwise.
-final class Progress {
+/// per second, and, while the run waits on the API's rate limit, how long it still waits.
+/// Redrawn in place on a terminal; one line a second otherwise.
+///
+/// Safe to call from two tasks: the job's, as rows are written, and a ticker's, which keeps
+/// the line moving while no row comes (a pause for a 429).
+final class Progress: Sendable {
+  private struct State {
+    var last = Date.distantPast
+    var drawn = false
+    var rows = 0
+    var bytes = 0
+  }
+
   let console: Console
   let total: Int?
   let enabled: Bool
   private let start = Date()
-  private var last = Date.distantPast
-  private var drawn = false
+  private let state = LockedValue(State())
 
   init(console: Console, total: Int?, enabled: Bool) {
     self.console = console
@@ -223,13 +234,36 @@ final class Progress {
     self.enabled = enabled
   }
 
-  func update(rows: Int, bytes: Int) {
+  /// Seconds between two redraws.
+  var interval: Double { console.stderrIsTTY ? 0.2 : 1.0 }
+
+  /// Redraws the line (at most every ``interval``) with `rows` and `bytes` done, or those
+  /// last given, and the run's rate-limit figures.
+  func update(rows: Int? = nil, bytes: Int? = nil, rateLimit: RateGate.Statistics? = nil) {
     guard enabled else { return }
     let now = Date()
-    let interval = console.stderrIsTTY ? 0.2 : 1.0
-    guard now.timeIntervalSince(last) >= interval else { return }
-    last = now
-    let elapsed = max(0.001, now.timeIntervalSince(start))
+    let interval = self.interval
+    state.withLock { state in
+      if let rows { state.rows = rows }
+      if let bytes { state.bytes = bytes }
+      guard now.timeIntervalSince(state.last) >= interval else { return }
+      state.last = now
+      let text = Self.line(
+        rows: state.rows, bytes: state.bytes, total: total,
+        elapsed: max(0.001, now.timeIntervalSince(start)), rateLimit: rateLimit)
+      if console.stderrIsTTY {
+        console.err("\r\u{1B}[K" + text)
+        state.drawn = true
+      } else {
+        console.err("cepis: " + text + "\n")
+      }
+    }
+  }
+
+  /// The progress line's text.
+  static func line(
+    rows: Int, bytes: Int, total: Int?, elapsed: Double, rateLimit: RateGate.Statistics?
+  ) -> String {
     var text = "\(rows) rows"
     if let total, total > 0 {
       let fraction = min(1, Double(bytes) / Double(total))
@@ -240,19 +274,22 @@ final class Progress {
       }
     }
     text += String(format: ", %.0f rows/s", Double(rows) / elapsed)
-    if console.stderrIsTTY {
-      console.err("\r\u{1B}[K" + text)
-      drawn = true
-    } else {
-      console.err("cepis: " + text + "\n")
+    if let rateLimit, rateLimit.refusals > 0 {
+      text += ", \(rateLimit.refusals) rate limited (429)"
+      if rateLimit.pauseLeft > 0 {
+        text += String(
+          format: ", waiting %.0f s for the API's rate limit", rateLimit.pauseLeft.rounded(.up))
+      }
     }
+    return text
   }
 
   func finish() {
-    if drawn {
-      console.err("\r\u{1B}[K")
-      drawn = false
+    let drawn = state.withLock { state in
+      defer { state.drawn = false }
+      return state.drawn
     }
+    if drawn { console.err("\r\u{1B}[K") }
   }
 
   static func clock(_ seconds: Double) -> String {

@@ -208,6 +208,17 @@ final class EnrichJob: @unchecked Sendable {
     let stream = client.lookups(PulledRows(reader.nextRow), cepNumber: \.cep, options: bulk)
     var answers = stream.makeAsyncIterator()
     defer { statistics = answers.statistics }
+    // While the run waits on the API's rate limit no row comes: a ticker keeps the line
+    // moving, with how long the wait still is.
+    let gate = answers.rateGate
+    let ticker = Task { [progress] in
+      while progress.enabled, !Task.isCancelled {
+        try? await Task.sleep(nanoseconds: UInt64(progress.interval * 1e9))
+        let rateLimit = gate.statistics
+        if rateLimit.pauseLeft > 0 { progress.update(rateLimit: rateLimit) }
+      }
+    }
+    defer { ticker.cancel() }
     // Progress (redrawn at most a few times a second) and the 1 MiB flush are looked at every
     // 1,024 rows, and after the first.
     var sinceCheck = 1_024
@@ -268,7 +279,8 @@ final class EnrichJob: @unchecked Sendable {
         if sink.pendingCount >= 1 << 20 {
           do { try sink.flush() } catch { return .writeFailed("\(error)") }
         }
-        progress.update(rows: rows + skipped, bytes: reader.bytesRead)
+        progress.update(
+          rows: rows + skipped, bytes: reader.bytesRead, rateLimit: gate.statistics)
       }
     }
   }
@@ -364,6 +376,12 @@ final class EnrichJob: @unchecked Sendable {
         ("distinct_ceps", .int(distinct)), ("memo_capacity", .int(options.memo)),
         ("memo_evictions", .int(statistics.memoEvictions)),
         ("cache_hits", .int(statistics.cacheHits)),
+        ("rate_limited", .int(statistics.rateLimit.refusals)),
+        ("rate_limit_pauses", .int(statistics.rateLimit.pauses)),
+        (
+          "rate_limit_paused_seconds",
+          .double((statistics.rateLimit.pausedSeconds * 1_000).rounded() / 1_000)
+        ),
         ("seconds", .double((elapsed * 1_000).rounded() / 1_000)),
       ]
       if skipped > 0 { fields.append(("resumed_after", .int(skipped))) }
@@ -384,6 +402,12 @@ final class EnrichJob: @unchecked Sendable {
     if unencodable > 0 { line += ", \(unencodable) unencodable in Windows-1252" }
     line += ", requests \(statistics.requests) (minimum \(minimumRequests))"
     if client.cache != nil { line += ", cache hits \(statistics.cacheHits)" }
+    let rateLimit = statistics.rateLimit
+    if rateLimit.refusals > 0 {
+      line +=
+        ", rate limited \(rateLimit.refusals) times (429), paused \(rateLimit.pauses) times for "
+        + String(format: "%.1f s", rateLimit.pausedSeconds)
+    }
     line += ", \(String(format: "%.1f", elapsed)) s"
     if skipped > 0 { line += " (resumed after \(skipped) rows)" }
     console.note(line)

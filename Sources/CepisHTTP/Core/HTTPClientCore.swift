@@ -30,7 +30,8 @@ package struct HTTPClientCore: Sendable {
     transport: any HTTPTransport,
     maxBodyBytes: Int,
     budget: RetryBudget?,
-    environment: HTTPEnvironment
+    environment: HTTPEnvironment,
+    pacer: RequestPacer? = nil
   ) {
     var text = baseURL.absoluteString
     while text.hasSuffix("/") { text.removeLast() }
@@ -45,7 +46,8 @@ package struct HTTPClientCore: Sendable {
       policy: policy,
       transport: transport,
       budget: budget.map { RetryTokenBucket($0) },
-      environment: environment)
+      environment: environment,
+      pacer: pacer)
   }
 
   /// A `GET` for `base + pathAndQuery` with `headers` and this client's body cap; `nil` when

@@ -25,28 +25,37 @@ package struct HTTPExecutor: Sendable {
   package let budget: RetryTokenBucket?
   /// Clock, sleeper and random source.
   package let environment: HTTPEnvironment
+  /// The client's own rate limit (shared with the clients on its transport), or `nil`.
+  package let pacer: RequestPacer?
 
   /// Creates an executor.
   package init(
     policy: RetryPolicy,
     transport: any HTTPTransport,
     budget: RetryTokenBucket?,
-    environment: HTTPEnvironment = .live
+    environment: HTTPEnvironment = .live,
+    pacer: RequestPacer? = nil
   ) {
     self.policy = policy
     self.transport = transport
     self.budget = budget
     self.environment = environment
+    self.pacer = pacer
   }
 
   /// Runs `request` to completion.
   ///
-  /// - Parameter isFinal: a response that must be returned as it is even though its status
-  ///   is normally retried (a `/health` answering 503 with a valid body, say).
+  /// - Parameters:
+  ///   - gate: the bulk run the request belongs to, if any (see ``RateGate``): each attempt
+  ///     waits there for its turn, and a 429 pauses the whole run and is asked again, without
+  ///     spending an attempt or the retry budget, until the gate's patience runs out.
+  ///   - isFinal: a response that must be returned as it is even though its status is
+  ///     normally retried (a `/health` answering 503 with a valid body, say).
   /// - Returns: the first response whose status is not retried.
   /// - Throws: ``HTTPFailure`` after the last attempt, or `CancellationError`.
   package func perform(
     _ request: HTTPRequest,
+    gate: RateGate? = nil,
     isFinal: @Sendable (HTTPResponse) -> Bool = { _ in false }
   ) async throws -> HTTPResponse {
     // `ContinuousClock` needs macOS 13; a monotonic uptime works everywhere we ship.
@@ -56,6 +65,14 @@ package struct HTTPExecutor: Sendable {
     while true {
       attempt += 1
       try Task.checkCancellation()
+      // Turns first: the run's gate, then the client's own rate. Neither is an attempt.
+      let ticket = try await gate?.admit(deadline: deadline)
+      do {
+        try await pacer?.acquire(deadline: deadline, sleep: environment.sleep)
+      } catch {
+        if let gate, let ticket { gate.released(ticket) }
+        throw error
+      }
       let failure: HTTPFailure
       let wasTimeout: Bool
       var retryAfter: TimeInterval?
@@ -65,6 +82,7 @@ package struct HTTPExecutor: Sendable {
       if let deadline {
         let remaining = deadline - monotonicSeconds()
         guard remaining > 0 else {
+          if let gate, let ticket { gate.released(ticket) }
           throw HTTPFailure.timedOut("total timeout of \(Self.format(policy.totalTimeout)) expired")
         }
         attemptLimit = min(policy.attemptTimeout, remaining)
@@ -74,13 +92,28 @@ package struct HTTPExecutor: Sendable {
       }
 
       do {
-        let response = try await sendFollowingRedirects(request, timeout: attemptLimit)
+        let response: HTTPResponse
+        do {
+          response = try await sendFollowingRedirects(request, timeout: attemptLimit)
+        } catch {
+          if let gate, let ticket { gate.released(ticket) }
+          throw error
+        }
+        let header = response.header("retry-after")
+        retryAfter = header.flatMap { RetryAfter.seconds(from: $0, now: environment.now()) }
+        if let gate, let ticket {
+          if response.status == 429 {
+            // The whole run pauses and asks again: no attempt spent, no budget.
+            gate.refused(ticket, retryAfter: retryAfter, response: response)
+            attempt -= 1
+            continue
+          }
+          gate.answered(ticket)
+        }
         if !RetryPolicy.isRetriableStatus(response.status) || isFinal(response) {
           budget?.recordSuccess(spent: spent)
           return response
         }
-        let header = response.header("retry-after")
-        retryAfter = header.flatMap { RetryAfter.seconds(from: $0, now: environment.now()) }
         if response.status == 429 {
           failure = .rateLimited(retryAfter: retryAfter, response: response)
         } else {

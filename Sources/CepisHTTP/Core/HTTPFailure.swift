@@ -18,4 +18,7 @@ package enum HTTPFailure: Error, Sendable, Equatable {
   case bodyTooLarge(limit: Int)
   /// Redirects went round in a circle or past ``HTTPExecutor/maxRedirects``; never retried.
   case redirectLoop
+  /// The client's own rate limit (``RateLimit``) has no turn for the call before its deadline;
+  /// `retryAfter` is when the turn would come. No request was sent for it.
+  case rateLimitedLocally(message: String, retryAfter: TimeInterval?)
 }

@@ -53,11 +53,18 @@ public struct Transport: Sendable, CustomStringConvertible {
   public let kind: Kind
   /// What carries the attempts.
   package let base: any HTTPTransport
+  /// The buckets of the ``RateLimit``s of the clients built on this value.
+  package let pacers: PacerRegistry
+  /// The allowances of the services other than the clients' own API (the fallbacks) that
+  /// the clients built on this value ask.
+  package let allowances: AllowanceRegistry
 
   /// A transport of `kind` carried by `base`.
   package init(kind: Kind, base: any HTTPTransport) {
     self.kind = kind
     self.base = base
+    self.pacers = PacerRegistry()
+    self.allowances = AllowanceRegistry()
   }
 
   /// The transport's name: `urlsession` or `async-http-client`.
@@ -81,9 +88,13 @@ public struct Transport: Sendable, CustomStringConvertible {
   /// refused", "host not found") rather than retrying inside its pool until the deadline, so
   /// the clients' own retry loop decides, as on `URLSession`. Otherwise: ``urlSession(_:)``
   /// with the default configuration.
-  public static var `default`: Transport {
-    make(availableKinds[0]) ?? .urlSession()
-  }
+  ///
+  /// One value for the whole process: the clients built on it share its connections, those
+  /// with the same ``RateLimit`` share one bucket, and those with the same fallback share its
+  /// budget.
+  public static var `default`: Transport { processDefault }
+
+  private static let processDefault: Transport = make(availableKinds[0]) ?? .urlSession()
 
   /// A transport of `kind` with its default settings, or `nil` when this build lacks it.
   ///

@@ -21,9 +21,14 @@ func fallbackClient(
     totalTimeout: totalTimeout, fallbacks: fallbacks, hedgeAfter: hedgeAfter)
 }
 
-/// ViaCEP and BrasilAPI as CepisMock serves them: on the cep.is mock's own port.
-func viaCEP(_ server: MockServer) -> Fallback { .viaCEP(baseURL: server.baseURL) }
-func brasilAPI(_ server: MockServer) -> Fallback { .brasilAPI(baseURL: server.baseURL) }
+/// ViaCEP and BrasilAPI as CepisMock serves them: on the cep.is mock's own port, with no
+/// budget (the budgets' own tests are `FallbackBudgetTests`).
+func viaCEP(_ server: MockServer) -> Fallback {
+  .viaCEP(baseURL: server.baseURL, budget: .unlimited)
+}
+func brasilAPI(_ server: MockServer) -> Fallback {
+  .brasilAPI(baseURL: server.baseURL, budget: .unlimited)
+}
 
 /// What ViaCEP's answer for `cep` maps to: the DNE fields, no coordinates.
 func expectedViaCEP(_ server: MockServer, _ cep: String) -> Address? {

@@ -67,6 +67,8 @@ final class LookupAsks {
   @exclusivity(unchecked) private var preload: PreloadPass
   /// CEPs the cache answered fresh in probes (the preload's hits are its own).
   private var cacheHits = 0
+  /// The run's requests, held to what a rate-limited API allows.
+  let gate: RateGate
   /// Whether ``startPreloadIfWorthIt()`` has run.
   @usableFromInline private(set) var preloadConsidered = false
 
@@ -90,6 +92,8 @@ final class LookupAsks {
     self.editionCheck = editionCheck
     self.expectedRows = options.expectedRows
     self.queues = AskQueues(chunksInFlight: options.chunksInFlight)
+    self.gate = RateGate(
+      maxInFlight: options.chunksInFlight, patience: options.rateLimitPatience)
     self.preload = PreloadPass(cache: client.cache)
     // The CEPs waiting at once: the rows read ahead, and a chunk's worth more.
     self.memo = LookupMemo(
@@ -147,7 +151,8 @@ final class LookupAsks {
   var statistics: LookupStatistics {
     LookupStatistics(
       requests: queues.requests, memoEvictions: memo.evictions,
-      cacheHits: cacheHits + preload.hits, preloaded: preload.count, probed: queues.probed)
+      cacheHits: cacheHits + preload.hits, preloaded: preload.count, probed: queues.probed,
+      rateLimit: gate.statistics)
   }
 
   /// Whether a chunk's request is running (its outcome will come).
@@ -301,11 +306,11 @@ final class LookupAsks {
   /// Sends a request for the asks `ids` (through the cache's stand-ins and store, with one).
   private func send(_ ids: [Int32], through cached: CachedChunk?) {
     let numbers = slots.markSent(ids)
-    let client = self.client
+    let (client, gate) = (self.client, self.gate)
     queues.start(asks: ids.count, probe: false) { chunk in
       await ChunkRequest.outcome(
         of: ChunkOutcome(chunk: chunk, asks: ids, answers: [], cacheHits: 0),
-        numbers: numbers, client: client, cached: cached)
+        numbers: numbers, through: ChunkSender(client: client, gate: gate), cached: cached)
     }
   }
 

@@ -20,17 +20,20 @@ package struct LookupStatistics: Sendable, Hashable {
   package var preloaded: Int
   /// CEPs looked up in the cache CEP by CEP (in probes), whether it held them or not.
   package var probed: Int
+  /// The 429s the run met, its pauses and its pace (see `RateGate`).
+  package var rateLimit: RateGate.Statistics
 
   /// Figures of an iteration (nothing spent by default).
   package init(
     requests: Int = 0, memoEvictions: Int = 0, cacheHits: Int = 0, preloaded: Int = 0,
-    probed: Int = 0
+    probed: Int = 0, rateLimit: RateGate.Statistics = RateGate.Statistics()
   ) {
     self.requests = requests
     self.memoEvictions = memoEvictions
     self.cacheHits = cacheHits
     self.preloaded = preloaded
     self.probed = probed
+    self.rateLimit = rateLimit
   }
 }
 
@@ -113,9 +116,9 @@ struct CachedChunk: Sendable {
 
   /// The answers of a request for `numbers`, stored; or the kept addresses that stand in
   /// when it fails.
-  func request(_ numbers: [Int], client: Client) async -> [ChunkAnswer] {
+  func request(_ numbers: [Int], through sender: ChunkSender) async -> [ChunkAnswer] {
     let live = await edition.value.live
-    switch await ChunkRequest.fetch(numbers, client: client) {
+    switch await ChunkRequest.fetch(numbers, through: sender) {
     case .success(let found):
       if let live, !Task.isCancelled {
         await cache.storeBehind(
@@ -135,17 +138,23 @@ struct CachedChunk: Sendable {
   }
 }
 
+/// Who sends a run's chunks: its client, through the run's ``RateGate``.
+struct ChunkSender: Sendable {
+  let client: Client
+  let gate: RateGate
+}
+
 /// A chunk's request, run in its own task: `/csv` for its CEPs, through the cache with one.
 enum ChunkRequest {
   /// `outcome` (the chunk and its asks) with the answers of a request for `numbers`.
   static func outcome(
-    of outcome: ChunkOutcome, numbers: [Int], client: Client, cached: CachedChunk?
+    of outcome: ChunkOutcome, numbers: [Int], through sender: ChunkSender, cached: CachedChunk?
   ) async -> ChunkOutcome {
     var outcome = outcome
     if let cached {
-      outcome.answers = await cached.request(numbers, client: client)
+      outcome.answers = await cached.request(numbers, through: sender)
     } else {
-      switch await fetch(numbers, client: client) {
+      switch await fetch(numbers, through: sender) {
       case .success(let found): outcome.fetched = found
       case .failure(let error):
         outcome.answers = [ChunkAnswer](repeating: .failed(error), count: numbers.count)
@@ -155,9 +164,11 @@ enum ChunkRequest {
   }
 
   /// The answers of `/csv` for the CEPs `numbers`, in their order, or why there are none.
-  static func fetch(_ numbers: [Int], client: Client) async -> Result<[Address?], CepisError> {
+  static func fetch(
+    _ numbers: [Int], through sender: ChunkSender
+  ) async -> Result<[Address?], CepisError> {
     do {
-      return .success(try await client.fetchChunk(numbers: numbers))
+      return .success(try await sender.client.fetchChunk(numbers: numbers, gate: sender.gate))
     } catch let error as CepisError {
       return .failure(error)
     } catch is CancellationError {

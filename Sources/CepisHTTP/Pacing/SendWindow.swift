@@ -1,0 +1,141 @@
+import Foundation
+
+/// How the senders of one bulk run share what a rate-limited API allows: the arithmetic of a
+/// ``RateGate``, on a clock the caller passes in (seconds on a monotonic scale), with no
+/// waiting of its own.
+///
+/// - **Pause.** A 429 stops every sender until its `Retry-After` (without one: half a second,
+///   doubling with each 429 in a row, at most 30 s), not just the one it answered.
+/// - **Window (AIMD).** The requests in flight at once start at ``maxWindow``, halve on a 429
+///   (at least 1) and grow back by one for each window's worth of answers.
+/// - **Pace (AIMD).** The first 429 sets a pace: the answers the API gave since sending
+///   resumed, over that stretch and the 429's `Retry-After` — what the API actually let
+///   through. A later 429 lowers it the same way (never raises it). Each answer then adds a
+///   hundredth of the pace last set, so the run probes upwards slowly, and the next 429 comes
+///   late. Requests are spaced at the pace.
+/// - **One decrease per burst.** A 429 answered to a request sent before the last decrease
+///   changes nothing but the pause: refusals of requests that were in flight together are
+///   one decrease.
+/// - **Patience.** When only 429s have come for ``patience`` seconds, ``admit(now:)`` answers
+///   ``Admission/expired``.
+///
+/// The first pace comes from the burst the API let through before its first 429, over its
+/// `Retry-After`: exact for an API that refills its burst within that time, an underestimate
+/// (by up to half) for one whose burst is a single request and whose `Retry-After` is longer
+/// than its interval, which the additive increase then makes up slowly. The model tests
+/// (`SendWindowTests`) run both kinds on a virtual clock.
+package struct SendWindow: Sendable, Equatable {
+  /// What a sender may do now.
+  package enum Admission: Sendable, Equatable {
+    /// Send; `sentAt` identifies the request to ``refused(sentAt:retryAfter:now:)``.
+    case send(sentAt: Double)
+    /// Wait until this instant, then ask again.
+    case wait(until: Double)
+    /// Wait until a request in flight ends, then ask again.
+    case waitForSlot
+    /// Only 429s have come for ``patience`` seconds: give up.
+    case expired
+  }
+
+  /// The most requests in flight at once.
+  package let maxWindow: Int
+  /// How long only 429s may come before the senders give up.
+  package let patience: TimeInterval
+  /// The requests allowed in flight now (its whole part counts).
+  package private(set) var window: Double
+  /// The requests in flight.
+  package private(set) var inFlight = 0
+  /// No request starts before this instant.
+  package private(set) var pauseUntil = -Double.infinity
+  /// The pace, in requests a second; `nil` until the first 429.
+  package private(set) var pace: Double?
+  private var paceStep = 0.0
+  private var nextSendAt = -Double.infinity
+  /// Where the stretch of sending that the next 429 measures began, and its answers.
+  private var stretchStart: Double
+  private var stretchAnswers = 0
+  private var lastDecreaseAt = -Double.infinity
+  private var refusalsInARow = 0
+  /// The first 429 since the last answer, while no answer has come since.
+  package private(set) var refusingSince: Double?
+  /// 429s received.
+  package private(set) var refusals = 0
+  /// Pauses begun (a 429 that extends a pause under way starts none).
+  package private(set) var pauses = 0
+  /// Seconds of pause in all.
+  package private(set) var pausedSeconds = 0.0
+
+  /// The shortest stretch a pace is measured over: answers that came together at once say
+  /// little about a rate.
+  static let shortestStretch = 0.25
+
+  /// A window of `maxWindow` requests in flight, unpaced, starting at `now`.
+  package init(maxWindow: Int, patience: TimeInterval, now: Double) {
+    self.maxWindow = max(1, maxWindow)
+    self.patience = patience.isNaN ? 600 : max(0, patience)
+    self.window = Double(self.maxWindow)
+    self.stretchStart = now
+  }
+
+  /// Whether a request may start at `now`, and if it may, counts it in flight.
+  package mutating func admit(now: Double) -> Admission {
+    // While only 429s come, no wait ends after the senders would give up.
+    let givesUpAt = refusingSince.map { $0 + patience } ?? .infinity
+    if now >= givesUpAt { return .expired }
+    if now < pauseUntil { return .wait(until: min(pauseUntil, givesUpAt)) }
+    if inFlight >= Int(window) { return .waitForSlot }
+    if pace != nil, now < nextSendAt { return .wait(until: min(nextSendAt, givesUpAt)) }
+    inFlight += 1
+    if let pace { nextSendAt = max(nextSendAt, now) + 1 / pace }
+    return .send(sentAt: now)
+  }
+
+  /// Whether a request could start at `now` as far as the window goes (a slot is free).
+  package var hasFreeSlot: Bool { inFlight < Int(window) }
+
+  /// The request sent at `sentAt` was answered (anything but a 429).
+  package mutating func answered(now: Double) {
+    inFlight -= 1
+    refusingSince = nil
+    refusalsInARow = 0
+    stretchAnswers += 1
+    window = min(Double(maxWindow), window + 1 / window)
+    if let pace { self.pace = pace + paceStep }
+  }
+
+  /// The request sent at `sentAt` ended without an answer (a network failure, a cancel).
+  package mutating func released() {
+    inFlight -= 1
+  }
+
+  /// The request sent at `sentAt` was refused with a 429 at `now`; `retryAfter` is what the
+  /// API asked for.
+  package mutating func refused(sentAt: Double, retryAfter: TimeInterval?, now: Double) {
+    inFlight -= 1
+    refusals += 1
+    refusalsInARow += 1
+    if refusingSince == nil { refusingSince = now }
+    let wait =
+      retryAfter.map { max(0, $0) }
+      ?? min(30, 0.5 * pow(2, Double(min(refusalsInARow - 1, 6))))
+    let until = now + wait
+    if until > pauseUntil {
+      if pauseUntil <= now, wait > 0 { pauses += 1 }
+      pausedSeconds += until - max(pauseUntil, now)
+      pauseUntil = until
+    }
+    // A request admitted before the last decrease was sent at the old window and pace.
+    guard sentAt > lastDecreaseAt else { return }
+    lastDecreaseAt = now
+    window = max(1, (window / 2).rounded(.down))
+    let span = max(now - stretchStart + wait, Self.shortestStretch)
+    let allowed = Double(stretchAnswers) / span
+    let slower = allowed > 0 ? allowed : (pace.map { $0 / 2 } ?? 1 / max(wait, 1))
+    let newPace = max(RateLimit.slowest, min(slower, pace ?? .infinity))
+    pace = newPace
+    paceStep = newPace / 100
+    nextSendAt = max(nextSendAt, pauseUntil)
+    stretchStart = max(now, pauseUntil)
+    stretchAnswers = 0
+  }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import Testing
+
+@testable import CepisHTTP
+
+@Suite("Token bucket arithmetic")
+struct TokenBucketTests {
+  @Test("a full bucket lets its burst through, then one token per 1/rate seconds")
+  func burstThenRate() {
+    var bucket = TokenBucket(rate: 2, capacity: 3, now: 0)
+    let taken = [0, 0, 0, 0, 0.49, 0.5, 10.5, 10.5, 10.5, 10.5].map { bucket.take(now: $0) }
+    // Ten idle seconds refill no more than the capacity.
+    #expect(taken == [true, true, true, false, false, true, true, true, true, false])
+  }
+
+  @Test("reservations queue up at the rate, and a reservation given back frees its turn")
+  func reservationsQueue() {
+    var bucket = TokenBucket(rate: 4, capacity: 1, now: 0)
+    let waits = (0..<3).map { _ in bucket.reserve(now: 0) }
+    bucket.giveBack()
+    let again = bucket.reserve(now: 0)
+    #expect(waits == [0, 0.25, 0.5])
+    #expect(again == 0.5)
+  }
+}
+
+@Suite("The send window of a rate-limited bulk run")
+struct SendWindowTests {
+  @Test("a 429 pauses every sender until its Retry-After, not just the one it answered")
+  func pauseHoldsEverySender() {
+    var window = SendWindow(maxWindow: 4, patience: 600, now: 0)
+    guard case .send(let first) = window.admit(now: 0) else {
+      Issue.record("the first request must go")
+      return
+    }
+    _ = window.admit(now: 0)
+    window.refused(sentAt: first, retryAfter: 3, now: 0.1)
+    let early = window.admit(now: 0.2)
+    let late = window.admit(now: 3.0)
+    #expect(early == .wait(until: 3.1))
+    #expect(late == .wait(until: 3.1))
+    #expect(window.pauses == 1)
+    #expect(abs(window.pausedSeconds - 3) < 1e-9)
+  }
+
+  @Test("a burst of 429s to requests sent together is one decrease, not one each")
+  func oneDecreasePerBurst() {
+    var window = SendWindow(maxWindow: 4, patience: 600, now: 0)
+    var sent: [Double] = []
+    for _ in 0..<4 {
+      guard case .send(let at) = window.admit(now: 0) else {
+        Issue.record("four requests fit the window")
+        return
+      }
+      sent.append(at)
+    }
+    let fifth = window.admit(now: 0)
+    #expect(fifth == .waitForSlot)
+    window.answered(now: 0.01)
+    window.answered(now: 0.01)
+    window.refused(sentAt: sent[2], retryAfter: 1, now: 0.01)
+    window.refused(sentAt: sent[3], retryAfter: 1, now: 0.012)
+    #expect(window.window == 2)
+    #expect(window.refusals == 2)
+    #expect(window.pauses == 1)
+    // Two answers over the stretch and the Retry-After: the API let 2 a second through.
+    let pace = window.pace ?? 0
+    #expect(abs(pace - 2 / 1.01) < 1e-6)
+  }
+
+  @Test("the window grows back by one for each window's worth of answers")
+  func additiveIncrease() {
+    var window = SendWindow(maxWindow: 8, patience: 600, now: 0)
+    guard case .send(let at) = window.admit(now: 0) else { return }
+    window.refused(sentAt: at, retryAfter: 0, now: 0)
+    #expect(window.window == 4)
+    var now = 1.0
+    var answered = 0
+    while window.window < 5 {
+      guard case .send = window.admit(now: now) else {
+        now += 0.01
+        continue
+      }
+      window.answered(now: now)
+      answered += 1
+    }
+    // 4 answers at 1/4 each, with rounding of the growing window: about one window.
+    #expect((4...5).contains(answered))
+  }
+
+  @Test("only 429s for the patience: the senders give up; one answer starts it again")
+  func patience() {
+    var window = SendWindow(maxWindow: 2, patience: 10, now: 0)
+    var now = 0.0
+    while true {
+      switch window.admit(now: now) {
+      case .send(let at): window.refused(sentAt: at, retryAfter: 1, now: now)
+      case .wait(let until): now = until
+      case .waitForSlot: Issue.record("no request is in flight")
+      case .expired:
+        #expect(now >= 10)
+        #expect(now < 11)
+        return
+      }
+      if now > 100 {
+        Issue.record("the window never gave up")
+        return
+      }
+    }
+  }
+
+  @Test("an answer resets the patience")
+  func answerResetsPatience() {
+    var window = SendWindow(maxWindow: 1, patience: 5, now: 0)
+    guard case .send(let first) = window.admit(now: 0) else { return }
+    window.refused(sentAt: first, retryAfter: 4, now: 0)
+    guard case .send = window.admit(now: 4) else {
+      Issue.record("the pause is over at 4 s")
+      return
+    }
+    window.answered(now: 4)
+    #expect(window.refusingSince == nil)
+    guard case .send(let third) = window.admit(now: 9) else { return }
+    window.refused(sentAt: third, retryAfter: 1, now: 9)
+    let later = window.admit(now: 10)
+    #expect(later != .expired)
+  }
+
+  @Test("without Retry-After the pause doubles from half a second, at most 30 s")
+  func pauseWithoutRetryAfter() {
+    var window = SendWindow(maxWindow: 1, patience: 10_000, now: 0)
+    var now = 0.0
+    var waits: [Double] = []
+    for _ in 0..<9 {
+      guard case .send(let at) = window.admit(now: now) else {
+        if case .wait(let until) = window.admit(now: now) { now = until }
+        continue
+      }
+      window.refused(sentAt: at, retryAfter: nil, now: now)
+      if case .wait(let until) = window.admit(now: now) {
+        waits.append(until - now)
+        now = until
+      }
+    }
+    #expect(waits.prefix(7).map { ($0 * 1_000).rounded() / 1_000 } == [0.5, 1, 2, 4, 8, 16, 30])
+  }
+
+  /// One run of `requests` chunk requests by `senders` senders against an API that lets
+  /// `rate` a second through (`burst` at once) and answers `retryAfter` in its 429s, on a
+  /// virtual clock with `latency` each way. Returns the requests sent, the 429s and the time
+  /// the last answer came.
+  static func simulate(
+    requests: Int, senders: Int, rate: Double, burst: Int, retryAfter: Double,
+    latency: Double = 0.002
+  ) -> (sent: Int, refused: Int, wall: Double) {
+    var window = SendWindow(maxWindow: senders, patience: 600, now: 0)
+    var api = TokenBucket(rate: rate, capacity: Double(burst), now: 0)
+    // Per sender: when its request in flight comes back, sent when, and whether it passed.
+    var inFlight: [(back: Double, sentAt: Double, passed: Bool)?] = Array(
+      repeating: nil, count: senders)
+    var wakeAt = [Double](repeating: 0, count: senders)
+    var answered = 0
+    var started = 0
+    var sent = 0
+    var refused = 0
+    var now = 0.0
+    let step = 0.0005
+    while answered < requests, now < 3_600 {
+      for sender in 0..<senders {
+        if let request = inFlight[sender], request.back <= now {
+          inFlight[sender] = nil
+          if request.passed {
+            window.answered(now: now)
+            answered += 1
+          } else {
+            window.refused(sentAt: request.sentAt, retryAfter: retryAfter, now: now)
+            refused += 1
+            started -= 1
+          }
+        }
+        guard inFlight[sender] == nil, started < requests, wakeAt[sender] <= now else { continue }
+        switch window.admit(now: now) {
+        case .send(let at):
+          started += 1
+          sent += 1
+          let passed = api.take(now: now + latency)
+          inFlight[sender] = (now + 2 * latency, at, passed)
+        case .wait(let until): wakeAt[sender] = until
+        case .waitForSlot, .expired: break
+        }
+      }
+      now += step
+    }
+    return (sent, refused, now)
+  }
+
+  @Test(
+    "against a rate-limited API a run finishes every request near the ideal time, few refused",
+    arguments: [
+      // (rate a second, burst, Retry-After, the most wall ÷ ideal): the benchmark's 2/s
+      // case and its neighbours, where the first pace is measured right; then APIs whose
+      // burst is one request and whose Retry-After outlasts their interval, where it is
+      // underestimated and the run makes up slowly (see `SendWindow`).
+      (2.0, 2, 1.0, 1.3), (5.0, 5, 1.0, 1.3), (10.0, 10, 1.0, 1.3), (3.0, 6, 1.0, 1.3),
+      (1.0, 1, 2.0, 1.7), (2.0, 1, 1.0, 1.7),
+    ])
+  func simulatedRun(rate: Double, burst: Int, retryAfter: Double, slowest: Double) {
+    let requests = 60
+    let run = Self.simulate(
+      requests: requests, senders: 4, rate: rate, burst: burst, retryAfter: retryAfter)
+    let ideal = Double(requests - burst) / rate
+    #expect(run.sent - run.refused == requests)
+    #expect(Double(run.refused) <= 0.1 * Double(run.sent), "\(run)")
+    #expect(run.wall <= slowest * ideal + retryAfter, "\(run), ideal \(ideal)")
+  }
+
+  @Test("an API with no limit is never paced")
+  func unlimitedAPI() {
+    let run = Self.simulate(
+      requests: 200, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 1)
+    #expect(run.refused == 0)
+    #expect(run.sent == 200)
+    #expect(run.wall < 0.3)
+  }
+}
