@@ -19,6 +19,28 @@ let nioForTransport: [Target.Dependency] = [
     name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["AsyncHTTPClient"])),
 ]
 
+/// swift-log, swift-metrics and swift-distributed-tracing, for builds with the `Observability`
+/// trait only: the adapters that turn the clients' internal events into logs, metrics and spans.
+let observability: [Target.Dependency] = [
+  .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Observability"])),
+  .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Observability"])),
+  .product(
+    name: "Tracing", package: "swift-distributed-tracing",
+    condition: .when(traits: ["Observability"])),
+]
+
+/// The backends' own test kits, for the test targets of builds with the `Observability` trait.
+let observabilityTestKits: [Target.Dependency] = [
+  .product(
+    name: "InMemoryLogging", package: "swift-log", condition: .when(traits: ["Observability"])),
+  .product(
+    name: "MetricsTestKit", package: "swift-metrics",
+    condition: .when(traits: ["Observability"])),
+  .product(
+    name: "InMemoryTracing", package: "swift-distributed-tracing",
+    condition: .when(traits: ["Observability"])),
+]
+
 let package = Package(
   name: "Cepis",
   // What `Scripts/check-availability` holds the code to (CI): every reference to a later API
@@ -38,24 +60,37 @@ let package = Package(
       name: "AsyncHTTPClient",
       description:
         "Adds Transport.asyncHTTPClient (swift-server/async-http-client on SwiftNIO) and makes it Transport.default."
-    )
+    ),
+    .trait(
+      name: "Observability",
+      description:
+        "Logs (swift-log), metrics (swift-metrics) and spans (swift-distributed-tracing) for every call of Client and CPFClient."
+    ),
   ],
   dependencies: [
     .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.33.0"),
     .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
     .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
+    .package(url: "https://github.com/apple/swift-log.git", from: "1.14.0"),
+    .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+    .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.4.0"),
   ],
   targets: [
     // The retry/deadline/transport core shared by both API clients. Its public API is
     // `Transport` and `RetryBudget` only, which Cepis and CPFHub re-export; the rest is
     // `package`.
-    .target(name: "CepisHTTP", dependencies: ["CepisSupport", asyncHTTPClient] + nioForTransport),
+    .target(
+      name: "CepisHTTP",
+      dependencies: ["CepisSupport", asyncHTTPClient] + nioForTransport + observability),
     // One of each small tool the modules share (`package` access only, not a product): the lock
     // type and the CSV field writer.
     .target(name: "CepisSupport"),
-    .target(name: "Cepis", dependencies: ["CepisHTTP", "CepisSupport", asyncHTTPClient]),
+    .target(
+      name: "Cepis", dependencies: ["CepisHTTP", "CepisSupport", asyncHTTPClient] + observability),
     .target(name: "BrazilianDocuments"),
-    .target(name: "CPFHub", dependencies: ["CepisHTTP", "BrazilianDocuments", asyncHTTPClient]),
+    .target(
+      name: "CPFHub",
+      dependencies: ["CepisHTTP", "BrazilianDocuments", asyncHTTPClient] + observability),
     // View models (Observation, tested on Linux) and SwiftUI views: the client modules never
     // import SwiftUI.
     .target(name: "CepisUI", dependencies: ["Cepis", "CPFHub", "BrazilianDocuments"]),
@@ -91,7 +126,8 @@ let package = Package(
     // mock server, transport and CPF fixtures).
     .target(
       name: "CepisTestSupport",
-      dependencies: ["CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments"],
+      dependencies: ["CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments"]
+        + observability + observabilityTestKits,
       path: "Tests/CepisTestSupport"),
     // The transport conformance suite runs against CepisMock over real sockets.
     .testTarget(
@@ -104,14 +140,15 @@ let package = Package(
       dependencies: [
         "Cepis", "CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments", asyncHTTPClient,
         "CepisCacheStress", "CepisTestSupport",
-      ]),
+      ] + observability + observabilityTestKits),
     .testTarget(
       name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments", "CepisTestSupport"]),
     .testTarget(
       name: "CPFHubTests",
       dependencies: [
-        "CPFHub", "CepisMock", "BrazilianDocuments", "CepisTestSupport", asyncHTTPClient,
-      ]),
+        "CPFHub", "CepisHTTP", "CepisMock", "BrazilianDocuments", "CepisTestSupport",
+        asyncHTTPClient,
+      ] + observability + observabilityTestKits),
     .testTarget(
       name: "CepisUITests",
       dependencies: [
@@ -125,7 +162,8 @@ let package = Package(
     // alone reach every member of the shared `Transport` and `RetryBudget`.
     .testTarget(
       name: "BothClientsTests",
-      dependencies: ["Cepis", "CPFHub", "CepisMock", "CepisTestSupport"],
+      dependencies: ["Cepis", "CPFHub", "CepisMock", "CepisTestSupport"] + observability
+        + observabilityTestKits,
       swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
     .testTarget(
       name: "CepisCLITests",

@@ -35,6 +35,8 @@ package final class CallScope: Sendable {
   package let observer: any ClientEventObserver
   /// The kind of a thrown error, for logs, metrics and spans (never its message).
   package let errorKind: @Sendable (any Error) -> String
+  /// What the observer keeps for the call while it runs (the tracing adapter's span).
+  package let attachment = LockedValue<(any Sendable)?>(nil)
   private let tally = LockedValue(CallSummary())
 
   /// Creates a scope; ``observe(_:server:observer:errorKind:_:)`` is the usual way in.
