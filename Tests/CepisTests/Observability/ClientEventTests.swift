@@ -85,10 +85,11 @@ struct ClientEventTests {
     try await withMockServer { server in
       let recorder = EventRecorder()
       let client = makeClient(
-        transport, baseURL: server.baseURL, maxAttempts: 1,
+        transport, baseURL: server.baseURL, timeout: 120, maxAttempts: 1,
         fallbacks: [.viaCEP(baseURL: server.baseURL)], hedgeAfter: 0.05
       ).observed(by: recorder)
-      server.script(.cep, [.delayHeaders(3)])
+      // cep.is holds its answer far longer than any scheduling delay: the hedge must win.
+      server.script(.cep, [.delayHeaders(60)])
       let address = try await client.lookup(Self.known)
       #expect(address.source == .viaCEP)
       let events = recorder.events
