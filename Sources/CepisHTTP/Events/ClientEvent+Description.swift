@@ -25,6 +25,7 @@ extension ClientEvent {
     case .retryScheduled: return "retry scheduled"
     case .rateLimited: return "rate limited"
     case .retryBudgetRefused: return "retry budget refused a retry"
+    case .paced: return "rate limit wait"
     case .bulkPaused: return "bulk run paused"
     case .fallbackStarted(_, let hedged): return hedged ? "hedge started" : "fallback started"
     case .fallbackEnded: return "fallback ended"
@@ -58,6 +59,8 @@ extension ClientEvent {
       return [("endpoint", endpoint)] + Self.optional("retry_after_seconds", retryAfter)
     case .retryBudgetRefused(let endpoint):
       return [("endpoint", endpoint)]
+    case .paced(let seconds):
+      return [("wait_seconds", Self.seconds(seconds))]
     case .bulkPaused(let seconds):
       return Self.optional("retry_after_seconds", seconds)
     case .fallbackStarted(let provider, _), .fallbackSkipped(let provider):

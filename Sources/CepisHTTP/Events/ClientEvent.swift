@@ -41,6 +41,8 @@ package enum ClientEvent: Sendable, Equatable {
   case rateLimited(endpoint: String, retryAfter: Double?)
   /// The client-wide retry budget refused a retry: the call ends with its last failure.
   case retryBudgetRefused(endpoint: String)
+  /// An attempt waits `seconds` for its turn under the client's own rate limit.
+  case paced(seconds: Double)
   /// A bulk run's senders all pause after a 429 (`seconds`, when the server said), and ask again.
   case bulkPaused(seconds: Double?)
   /// A fallback provider is asked; `hedged` when cep.is has not failed yet.

@@ -11,6 +11,8 @@
     package static let retries = "cepis_retries_total"
     /// 429 answers, by `endpoint`.
     package static let rateLimited = "cepis_rate_limited_total"
+    /// Attempts that waited for their turn under the client's own rate limit.
+    package static let rateLimitWaits = "cepis_rate_limit_waits_total"
     /// Retries the retry budget refused, by `endpoint`.
     package static let retryBudgetRefusals = "cepis_retry_budget_refusals_total"
     /// Fallback providers asked, by `provider` and `kind` (`fallback`, `hedge`).
@@ -59,6 +61,8 @@
         increment(MetricName.cacheResults, [("result", result.rawValue)], by: count)
       case .editionChanged:
         increment(MetricName.editionChanges, [])
+      case .paced:
+        increment(MetricName.rateLimitWaits, [])
       case .bulkPaused:
         increment(MetricName.bulkPauses, [])
       case .attemptStarted, .answered, .chunkSent:

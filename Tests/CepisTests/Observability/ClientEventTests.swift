@@ -123,6 +123,64 @@ struct ClientEventTests {
     }
   }
 
+  @Test(
+    "a wait for the client's own rate is an event, before the attempt it delays",
+    arguments: testedTransportKinds)
+  func rateLimitWait(transport: Transport.Kind) async throws {
+    try await withMockServer { server in
+      let recorder = EventRecorder()
+      // One request a minute: the second call's turn is most of a minute away, which the
+      // injected sleeper skips.
+      let environment = HTTPEnvironment(
+        sleep: { _ in try Task.checkCancellation() }, random: { 0 }, now: { Date() })
+      let client = Client(
+        baseURL: server.baseURL, timeout: 5, maxAttempts: 1, backoffBase: 0.01, backoffMax: 0.05,
+        totalTimeout: nil, userAgent: nil, transport: makeTransport(transport),
+        retryBudget: nil, fallbacks: [], hedgeAfter: nil, cache: nil,
+        rateLimit: .perMinute(1, burst: 1), environment: environment
+      ).observed(by: recorder)
+      _ = try await client.lookup(Self.known)
+      #expect(!recorder.events.contains { if case .paced = $0 { true } else { false } })
+      _ = try await client.lookup(Self.known)
+      let second = recorder.events.drop { $0 != .answered(source: "cepis") }.dropFirst()
+      guard case .paced(let seconds)? = second.first else {
+        Issue.record("the second call does not start with a wait: \(Array(second))")
+        return
+      }
+      #expect(seconds > 30 && seconds <= 60)
+      #expect(
+        Array(second.dropFirst().prefix(1)) == [.attemptStarted(endpoint: "single", attempt: 1)])
+    }
+  }
+
+  @Test(
+    "a 429 in a bulk run: the refusal and the run's pause are events, and no attempt is spent",
+    arguments: testedTransportKinds)
+  func bulkPause(transport: Transport.Kind) async throws {
+    try await withMockServer { server in
+      let recorder = EventRecorder()
+      server.script(.csv, [.status(429, retryAfter: "1")])
+      let client = fastClient(server, transport, maxAttempts: 1, retryBudget: nil)
+        .observed(by: recorder)
+      let ceps = (0..<600).map { String(10_000_000 + $0 * 41) }
+      var answers = 0
+      for try await answer in client.lookups(ceps) {
+        if case .success = answer.result { answers += 1 }
+      }
+      #expect(answers > 500)
+      let events = recorder.events
+      let limited = events.firstIndex { if case .rateLimited = $0 { true } else { false } }
+      let index = try #require(limited, "\(events)")
+      guard case .rateLimited(let endpoint, let retryAfter) = events[index] else { return }
+      #expect(retryAfter == 1)
+      #expect(events[index + 1] == .bulkPaused(seconds: 1))
+      #expect(!events.contains { if case .retryScheduled = $0 { true } else { false } })
+      // The refused chunk is asked again as its attempt 1.
+      let starts = events.filter { $0 == .attemptStarted(endpoint: endpoint, attempt: 1) }
+      #expect(starts.count == 3)
+    }
+  }
+
   @Test("a cancelled call ends as cancelled", arguments: testedTransportKinds)
   func cancelledCall(transport: Transport.Kind) async throws {
     try await withMockServer { server in
