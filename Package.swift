@@ -168,8 +168,8 @@ let package = Package(
     .testTarget(
       name: "CepisCLITests",
       dependencies: [
-        "CepisCommandLine", "CepisMock", "Cepis", "BrazilianDocuments", "CepisSupport",
-        "CepisTestSupport",
+        "CepisCommandLine", "CepisMock", "Cepis", "CepisHTTP", "BrazilianDocuments",
+        "CepisSupport", "CepisTestSupport",
       ]
     ),
   ]

@@ -1,4 +1,5 @@
 import Cepis
+import CepisHTTP
 import CepisMock
 import CepisTestSupport
 import Foundation
@@ -97,5 +98,28 @@ struct VerboseTests {
         #expect(lines.contains { $0.contains("call ended") && $0.contains("call=lookups_chunk") })
       }
     }
+  }
+  @Test(
+    "on a terminal an event's line clears enrich's progress line, which its next tick draws again")
+  func progressLineKept() async throws {
+    let console = Console(capturingWithTTY: true)
+    let progress = Progress(console: console, total: nil, enabled: true)
+    let log = EventLog(console: console, level: "debug")
+    let call = CallScope(
+      operation: .lookupsChunk, serverAddress: "cep.is", parent: nil, observer: log,
+      errorKind: { _ in "other" })
+    progress.update(rows: 10)
+    call.record(.chunkSent(size: 500))
+    // Past the progress line's interval, whatever the machine's speed.
+    try await Task.sleep(nanoseconds: UInt64(progress.interval * 1e9) + 50_000_000)
+    progress.update(rows: 20)
+    let clear = "\r\u{1B}[K"
+    let writes = console.capturedErr.components(separatedBy: clear).filter { !$0.isEmpty }
+    #expect(writes.count == 3, "\(writes)")
+    guard writes.count == 3 else { return }
+    #expect(writes[0].hasPrefix("10 rows") && !writes[0].hasSuffix("\n"))
+    #expect(writes[1].hasPrefix("cepis: debug: chunk sent request_id="))
+    #expect(writes[1].hasSuffix(" size=500\n"))
+    #expect(writes[2].hasPrefix("20 rows") && !writes[2].hasSuffix("\n"))
   }
 }
