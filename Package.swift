@@ -113,7 +113,7 @@ let package = Package(
         asyncHTTPClient,
         .product(
           name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
-      ],
+      ] + observability + observabilityTestKits,
       path: "Benchmarks/CepisBench"
     ),
     // Not a product: the child process of the cache's multi-process and kill -9 tests, which
