@@ -9,6 +9,13 @@ import Foundation
 /// exit(await CepisTool.main(Array(CommandLine.arguments.dropFirst())))
 /// ```
 public enum CepisTool {
+  /// What the build reports its clients' events to, for `--version`.
+  #if Observability
+    static let observability = "swift-log, swift-metrics, swift-distributed-tracing; --verbose"
+  #else
+    static let observability = "--verbose"
+  #endif
+
   /// The tool's version, the same as the library's.
   public static let version = Client.version
 
@@ -37,7 +44,9 @@ public enum CepisTool {
     switch outcome {
     case .version:
       let transports = Transport.availableKinds.map(\.rawValue).joined(separator: ", ")
-      console.out("cepis \(version)\ntransports: \(transports) (default \(Transport.default))\n")
+      console.out(
+        "cepis \(version)\ntransports: \(transports) (default \(Transport.default))\n"
+          + "observability: \(Self.observability)\n")
       return .success
     case .help(let path):
       console.out(Commands.help(for: path))
