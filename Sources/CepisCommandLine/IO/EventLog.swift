@@ -25,6 +25,9 @@ final class EventLog: ClientEventObserver {
     }
   }
 
+  /// Nothing is written above `debug`: calls then run unobserved.
+  var isListening: Bool { threshold != nil }
+
   func observe<Value>(_ call: CallScope, _ body: () async throws -> Value) async throws -> Value {
     guard let threshold, threshold <= .debug else { return try await body() }
     let started = monotonicSeconds()

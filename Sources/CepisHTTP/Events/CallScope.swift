@@ -11,6 +11,14 @@ package protocol ClientEventObserver: Sendable {
   func observe<Value>(_ call: CallScope, _ body: () async throws -> Value) async throws -> Value
   /// One event of `call`.
   func record(_ event: ClientEvent, in call: CallScope)
+  /// Whether anyone would hear a call starting now: when `false` the call runs as if nobody
+  /// listened (no scope, no event). Read once per public call.
+  var isListening: Bool { get }
+}
+
+extension ClientEventObserver {
+  /// Always listening.
+  package var isListening: Bool { true }
 }
 
 /// One public call being observed: what it is, its request id, and what its events said so far.
@@ -61,7 +69,8 @@ package final class CallScope: Sendable {
   /// What the call's events said so far: attempts, the last status, the source, the cache.
   package var summary: CallSummary { tally.withLock { $0 } }
 
-  /// Runs `body` as one observed call when `observer` is given, as it is otherwise.
+  /// Runs `body` as one observed call when `observer` is given and listening, as it is
+  /// otherwise.
   package static func observe<Value>(
     _ operation: CallOperation,
     server: String,
@@ -69,7 +78,7 @@ package final class CallScope: Sendable {
     errorKind: @escaping @Sendable (any Error) -> String,
     _ body: () async throws -> Value
   ) async throws -> Value {
-    guard let observer else { return try await body() }
+    guard let observer, observer.isListening else { return try await body() }
     let scope = CallScope(
       operation: operation, serverAddress: server, parent: current, observer: observer,
       errorKind: errorKind)

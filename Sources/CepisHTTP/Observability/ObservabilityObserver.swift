@@ -58,6 +58,16 @@
       return value
     }
 
+    /// Whether a call starting now would leave any trace: a tracer other than the no-op one, a
+    /// metrics factory other than the no-op one, or a logger at `debug` or below. A program
+    /// that bootstrapped no backend and set no logger pays no scope, span or event per call.
+    package var isListening: Bool {
+      if !((tracer ?? InstrumentationSystem.tracer) is NoOpTracer) { return true }
+      if !((metrics ?? MetricsSystem.factory) is NOOPMetricsHandler) { return true }
+      if let logger = currentLogger(), logger.logLevel <= .debug { return true }
+      return false
+    }
+
     package func record(_ event: ClientEvent, in call: CallScope) {
       // An event's fields are made only for a logger at its level or a recording span.
       if let logger = currentLogger() {

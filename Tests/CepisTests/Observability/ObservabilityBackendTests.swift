@@ -7,7 +7,9 @@
   import CepisTestSupport
   import Foundation
   import InMemoryTracing
+  import InMemoryLogging
   import Logging
+  import MetricsTestKit
   import Testing
   import Tracing
 
@@ -232,6 +234,33 @@
         #expect(chunks.allSatisfy { $0.parentSpanID == root.spanID })
         #expect(backends.metrics.timers.contains { $0.label == MetricName.callDuration })
       }
+    }
+
+    @Test("no backend, tracer or logger at debug: nobody listens, and a call makes no scope")
+    func notListening() async throws {
+      // No test bootstraps a process-wide system: the defaults are the no-op ones.
+      func logger(_ level: Logger.Level) -> Logger {
+        let handler = InMemoryLogHandler()
+        var logger = Logger(label: "cepis.tests") { _ in handler }
+        logger.logLevel = level
+        return logger
+      }
+      #expect(!ObservabilityObserver(logger: nil).isListening)
+      #expect(!ObservabilityObserver(logger: logger(.info)).isListening)
+      #expect(ObservabilityObserver(logger: logger(.debug)).isListening)
+      #expect(ObservabilityObserver(logger: nil, metrics: TestMetrics()).isListening)
+      #expect(ObservabilityObserver(logger: nil, tracer: InMemoryTracer()).isListening)
+      withLogger(logger(.trace)) { _ in
+        #expect(ObservabilityObserver(logger: nil).isListening)
+      }
+      let unobserved = try await CallScope.observe(
+        .lookup, server: "cep.is", observer: ObservabilityObserver(logger: logger(.info)),
+        errorKind: CepisError.eventKind(of:), { CallScope.current == nil })
+      #expect(unobserved)
+      let observed = try await CallScope.observe(
+        .lookup, server: "cep.is", observer: ObservabilityObserver(logger: logger(.debug)),
+        errorKind: CepisError.eventKind(of:), { CallScope.current != nil })
+      #expect(observed)
     }
 
     @Test("the caller's ServiceContext is the parent; the task-local logger wins")
