@@ -42,7 +42,8 @@
       let logger = currentLogger()
       logger?.debug(
         "call started",
-        metadata: metadata(call, ["server.address": .string(call.serverAddress)]))
+        metadata: metadata(call, ["server.address": .string(call.serverAddress)]),
+        source: Self.source)
       let started = DefaultTracerClock.now.nanosecondsSinceEpoch
       let outcome: String
       let value: Value
@@ -73,7 +74,7 @@
       if let logger = currentLogger() {
         logger.log(
           level: event.level == .trace ? .trace : .debug, "\(event.message)",
-          metadata: metadata(call, Self.metadata(event.fields)))
+          metadata: metadata(call, Self.metadata(event.fields)), source: Self.source)
       }
       if let span = call.attachment.withLock({ $0 }) as? any Span, span.isRecording {
         var attributes = SpanAttributes()
@@ -124,7 +125,8 @@
       span.end()
       call.attachment.withLock { $0 = nil }
       logger?.debug(
-        "call ended", metadata: metadata(call, Self.ended(summary, elapsed, outcome, failed)))
+        "call ended", metadata: metadata(call, Self.ended(summary, elapsed, outcome, failed)),
+        source: Self.source)
       let factory = metrics ?? MetricsSystem.factory
       CoreMetrics.Timer(
         label: MetricName.callDuration,
@@ -146,6 +148,10 @@
       if let cache = summary.cacheResult { fields["cache"] = .string(cache.rawValue) }
       return fields
     }
+
+    /// Every line's source: the library, for both clients (given, so that swift-log does not
+    /// derive it from the file's id at each line).
+    static let source = "Cepis"
 
     /// The span's name: `cepis.lookup`, `cepis.lookup_many`, `cepis.lookups_chunk`,
     /// `cepis.health`, `cpfhub.lookup`.
