@@ -43,9 +43,6 @@
       public let privateKeyPEM: String
     }
 
-    /// The host names and address a ``Profile/valid`` certificate names.
-    public static let servedHosts = ["localhost", "127.0.0.1"]
-
     private let key: P256.Signing.PrivateKey
     private let name: DistinguishedName
     private let keyIdentifier: ArraySlice<UInt8>
