@@ -109,6 +109,42 @@ import Testing
           }
         }
       }
+
+      @Test(
+        "URLSession on Linux over HTTPS: batch, health, both fallbacks and a CPF lookup",
+        .enabled(if: PrivateBundle.isUsable, "needs root, unshare and /etc/ssl/certs"))
+      func urlSessionEveryCommand() async throws {
+        try await withTLSMock(.acceptingTestKey) { mock in
+          let bundle = try PrivateBundle.write(adding: mock.authority.certificatePEM)
+          defer { try? FileManager.default.removeItem(at: bundle) }
+          let url = mock.baseURL.absoluteString
+          let env = ["CEPIS_TRANSPORT": "urlsession", "CEPIS_BASE_URL": url]
+          let ceps = Array(mock.server.dataset.sampleCEPs.prefix(3))
+          let input = directoryFile(ceps.joined(separator: "\n") + "\n")
+          defer { try? FileManager.default.removeItem(at: input) }
+          let batch = try await PrivateBundle.run(["batch", input.path], bundle: bundle, env: env)
+          #expect(batch.status == 0, "\(batch.err)")
+          #expect(batch.outLines.filter { !$0.isEmpty }.count == 3, "\(batch.out)")
+          let health = try await PrivateBundle.run(["health"], bundle: bundle, env: env)
+          #expect(health.status == 0, "\(health.err)")
+          mock.server.setMode(.cep, [.status(503)])
+          for provider in ["viacep", "brasilapi"] {
+            let run = try await PrivateBundle.run(
+              ["lookup", "--attempts", "1", "--fallback", "\(provider)=\(url)", ceps[0]],
+              bundle: bundle, env: env)
+            #expect(run.status == 0, "\(provider): \(run.err)")
+          }
+          #expect(requests(mock.server, on: .viaCEP).count == 1)
+          #expect(requests(mock.server, on: .brasilAPI).count == 1)
+          let person = knownPerson(mock.server)
+          let cpf = try await PrivateBundle.run(
+            ["cpf", "lookup", "--cpfhub-url", url, person.cpf], bundle: bundle,
+            env: env.merging(["CPFHUB_API_KEY": testKey]) { $1 })
+          #expect(cpf.status == 0, "\(cpf.err)")
+          #expect(cpf.out.contains(person.name), "\(cpf.out)")
+          #expect(mock.server.requests.allSatisfy { wireTransport($0) == .urlSession })
+        }
+      }
     #endif
 
     @Test("cepis mock --tls: an https URL and the authority's certificate that trusts it")
@@ -134,6 +170,14 @@ import Testing
       _ = try await mock.wait(timeout: 30)
       #expect(!FileManager.default.fileExists(atPath: lines[1]))
     }
+  }
+
+  /// A new temporary file holding `text`.
+  func directoryFile(_ text: String) -> URL {
+    let url = FileManager.default.temporaryDirectory
+      .appendingPathComponent("cepis-https-\(UUID().uuidString).txt")
+    FileManager.default.createFile(atPath: url.path, contents: Data(text.utf8))
+    return url
   }
 
   /// Runs `cepis` where the system's CA bundle includes a test authority: in a private mount
