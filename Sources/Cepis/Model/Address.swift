@@ -257,10 +257,10 @@ public enum AddressSource: String, Sendable, Hashable, Codable, CaseIterable,
 {
   /// [cep.is](https://cep.is): official Correios DNE data, the authority.
   case cepis
-  /// [ViaCEP](https://viacep.com.br), a public fallback (see ``Fallback/viaCEP(baseURL:)``).
+  /// [ViaCEP](https://viacep.com.br), a public fallback (see ``Fallback/viaCEP(baseURL:budget:)``).
   case viaCEP
   /// [BrasilAPI](https://brasilapi.com.br), a public fallback (see
-  /// ``Fallback/brasilAPI(baseURL:)``).
+  /// ``Fallback/brasilAPI(baseURL:budget:)``).
   case brasilAPI
 
   /// The service's name as people write it: `cep.is`, `ViaCEP`, `BrasilAPI`.

@@ -44,19 +44,11 @@ final class EnrichJob: @unchecked Sendable {
   private var progress: Progress?
 
   // The summary.
-  private var rows = 0
-  private var found = 0
-  private var notFound = 0
-  private var invalid = 0
-  private var errors = 0
-  private var blank = 0
-  private var padded = 0
-  private var unencodable = 0
+  private var tally = EnrichTally()
   private var dialect = CSVDialect(
     delimiter: UInt8(ascii: ","), encoding: .utf8, outputEncoding: .utf8)
   private var appended = EnrichAnswer(delimiter: UInt8(ascii: ","), encoding: .utf8)
   private var statistics = LookupStatistics()
-  private var skipped = 0
   private var inputError: String?
 
   private enum Ending {
@@ -122,7 +114,7 @@ final class EnrichJob: @unchecked Sendable {
     self.sink = sink
     defer { sink.close() }
     do {
-      for _ in 0..<skipped {
+      for _ in 0..<tally.skipped {
         guard try reader.nextRecord() != nil else {
           console.error(
             "'\(options.outputPath ?? "")' has more rows than '\(input.path)': it is not an enrich of it"
@@ -184,16 +176,19 @@ final class EnrichJob: @unchecked Sendable {
       status = .failure
     }
     summary(started: started)
-    if errors > 0 { status = max(status, .unavailable) }
-    if notFound > 0 || invalid > 0 || unencodable > 0 { status = max(status, .failure) }
-    if unencodable > 0 {
+    if tally.errors > 0 { status = max(status, .unavailable) }
+    if tally.notFound > 0 || tally.invalid > 0 || tally.unencodable > 0 {
+      status = max(status, .failure)
+    }
+    if tally.unencodable > 0 {
       console.note(
-        "\(unencodable) found rows were marked 'unencodable', their address left out: it holds "
+        "\(tally.unencodable) found rows were marked 'unencodable', their address left out: it holds "
           + "characters Windows-1252 has not; --output-encoding utf-8 writes them")
     }
     if case .interrupted = ending {
       console.note(
-        "interrupted: \(rows + skipped) rows written; run again with --resume to finish")
+        "interrupted: \(tally.rows + tally.skipped) rows written; run again with --resume to finish"
+      )
       return .interrupted
     }
     return status
@@ -255,7 +250,7 @@ final class EnrichJob: @unchecked Sendable {
           status = .invalid
           sink.buffer.append(contentsOf: appended.invalid)
         } else {
-          if row.padded { padded += 1 }
+          if row.padded { tally.padded += 1 }
           switch stored {
           case .failed(let failure):
             status = .failed
@@ -272,7 +267,7 @@ final class EnrichJob: @unchecked Sendable {
         }
         sink.buffer.append(contentsOf: row.terminator)
       }
-      count(status)
+      tally.count(status)
       sinceCheck += 1
       if sinceCheck >= 1_024 || sink.pendingCount >= 1 << 20 {
         sinceCheck = 0
@@ -280,20 +275,8 @@ final class EnrichJob: @unchecked Sendable {
           do { try sink.flush() } catch { return .writeFailed("\(error)") }
         }
         progress.update(
-          rows: rows + skipped, bytes: reader.bytesRead, rateLimit: gate.statistics)
+          rows: tally.rows + tally.skipped, bytes: reader.bytesRead, rateLimit: gate.statistics)
       }
-    }
-  }
-
-  private func count(_ status: EnrichStatus) {
-    rows += 1
-    switch status {
-    case .found: found += 1
-    case .notFound: notFound += 1
-    case .invalid: invalid += 1
-    case .failed: errors += 1
-    case .blank: blank += 1
-    case .unencodable: unencodable += 1
     }
   }
 
@@ -341,7 +324,7 @@ final class EnrichJob: @unchecked Sendable {
           throw OutputSink.WriteError(
             description: "cannot reopen '\(outputPath)': \(String(cString: strerror(errno)))")
         }
-        skipped = count - 1
+        tally.skipped = count - 1
         return OutputSink(fd: fd, name: outputPath, owned: true)
       }
     }
@@ -355,37 +338,12 @@ final class EnrichJob: @unchecked Sendable {
     return sink
   }
 
-  /// Distinct valid CEPs in the rows read.
-  private var distinct: Int { reader.distinct }
-
-  /// The fewest requests the rows read could have cost: ⌈distinct valid CEPs the cache did
-  /// not answer ÷ 500⌉.
-  private var minimumRequests: Int {
-    let asked = max(0, distinct - statistics.cacheHits)
-    return (asked + Client.maxBatch - 1) / Client.maxBatch
-  }
-
   private func summary(started: Date) {
-    let elapsed = Date().timeIntervalSince(started)
+    let summary = EnrichSummary(
+      tally: tally, statistics: statistics, distinct: reader.distinct, memoCapacity: options.memo,
+      cached: client.cache != nil, elapsed: Date().timeIntervalSince(started))
     if options.jsonSummary {
-      var fields: [(String, JSONValue)] = [
-        ("rows", .int(rows)), ("found", .int(found)), ("not_found", .int(notFound)),
-        ("invalid", .int(invalid)), ("errors", .int(errors)), ("blank", .int(blank)),
-        ("padded", .int(padded)), ("unencodable", .int(unencodable)),
-        ("requests", .int(statistics.requests)), ("minimum_requests", .int(minimumRequests)),
-        ("distinct_ceps", .int(distinct)), ("memo_capacity", .int(options.memo)),
-        ("memo_evictions", .int(statistics.memoEvictions)),
-        ("cache_hits", .int(statistics.cacheHits)),
-        ("rate_limited", .int(statistics.rateLimit.refusals)),
-        ("rate_limit_pauses", .int(statistics.rateLimit.pauses)),
-        (
-          "rate_limit_paused_seconds",
-          .double((statistics.rateLimit.pausedSeconds * 1_000).rounded() / 1_000)
-        ),
-        ("seconds", .double((elapsed * 1_000).rounded() / 1_000)),
-      ]
-      if skipped > 0 { fields.append(("resumed_after", .int(skipped))) }
-      let text = JSONValue.object([("enrich", .object(fields))]).rendered + "\n"
+      let text = summary.json.rendered + "\n"
       if options.outputPath != nil {
         console.out(text)
       } else {
@@ -394,22 +352,6 @@ final class EnrichJob: @unchecked Sendable {
       return
     }
     guard !options.quiet else { return }
-    var line =
-      "enrich: \(rows) rows, \(found) found, \(notFound) not found, \(invalid) invalid, "
-      + "\(errors) errors"
-    if blank > 0 { line += ", \(blank) blank" }
-    if padded > 0 { line += ", \(padded) read as 7 digits with a leading 0" }
-    if unencodable > 0 { line += ", \(unencodable) unencodable in Windows-1252" }
-    line += ", requests \(statistics.requests) (minimum \(minimumRequests))"
-    if client.cache != nil { line += ", cache hits \(statistics.cacheHits)" }
-    let rateLimit = statistics.rateLimit
-    if rateLimit.refusals > 0 {
-      line +=
-        ", rate limited \(rateLimit.refusals) times (429), paused \(rateLimit.pauses) times for "
-        + String(format: "%.1f s", rateLimit.pausedSeconds)
-    }
-    line += ", \(String(format: "%.1f", elapsed)) s"
-    if skipped > 0 { line += " (resumed after \(skipped) rows)" }
-    console.note(line)
+    console.note(summary.line)
   }
 }

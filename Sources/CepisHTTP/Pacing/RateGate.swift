@@ -115,7 +115,7 @@ package final class RateGate: Sendable {
   /// The request of `ticket` was answered (any status but 429).
   package func answered(_ ticket: Ticket) {
     let at = now()
-    wake { $0.window.answered(now: at) }
+    wake { $0.window.answered(sentAt: ticket.sentAt, now: at) }
   }
 
   /// The request of `ticket` ended without an answer.

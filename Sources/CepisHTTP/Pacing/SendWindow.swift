@@ -55,6 +55,9 @@ package struct SendWindow: Sendable, Equatable {
   private var stretchStart: Double
   private var stretchAnswers = 0
   private var lastDecreaseAt = -Double.infinity
+  /// The stretch the last decrease measured: its answers (late ones included), its span and
+  /// the pace before it.
+  private var measured = Measured()
   private var refusalsInARow = 0
   /// The first 429 since the last answer, while no answer has come since.
   package private(set) var refusingSince: Double?
@@ -94,16 +97,31 @@ package struct SendWindow: Sendable, Equatable {
   package var hasFreeSlot: Bool { inFlight < Int(window) }
 
   /// The request sent at `sentAt` was answered (anything but a 429).
-  package mutating func answered(now: Double) {
+  ///
+  /// An answer to a request sent before the last decrease belongs to the stretch that decrease
+  /// measured: a 429 may overtake the answers of its own burst (a small refusal against large
+  /// answers), so the pace it set is raised to what they show (never above the pace before the
+  /// decrease).
+  package mutating func answered(sentAt: Double, now: Double) {
     inFlight -= 1
     refusingSince = nil
     refusalsInARow = 0
-    stretchAnswers += 1
     window = min(Double(maxWindow), window + 1 / window)
+    guard sentAt > lastDecreaseAt else {
+      measured.answers += 1
+      let allowed = Double(measured.answers) / measured.span
+      if let pace, allowed > pace {
+        let raised = min(allowed, measured.ceiling)
+        self.pace = raised
+        paceStep = raised / 100
+      }
+      return
+    }
+    stretchAnswers += 1
     if let pace { self.pace = pace + paceStep }
   }
 
-  /// The request sent at `sentAt` ended without an answer (a network failure, a cancel).
+  /// A request ended without an answer (a network failure, a cancel).
   package mutating func released() {
     inFlight -= 1
   }
@@ -132,10 +150,18 @@ package struct SendWindow: Sendable, Equatable {
     let allowed = Double(stretchAnswers) / span
     let slower = allowed > 0 ? allowed : (pace.map { $0 / 2 } ?? 1 / max(wait, 1))
     let newPace = max(RateLimit.slowest, min(slower, pace ?? .infinity))
+    measured = Measured(answers: stretchAnswers, span: span, ceiling: pace ?? .infinity)
     pace = newPace
     paceStep = newPace / 100
     nextSendAt = max(nextSendAt, pauseUntil)
     stretchStart = max(now, pauseUntil)
     stretchAnswers = 0
+  }
+
+  /// A stretch a decrease measured.
+  private struct Measured: Sendable, Equatable {
+    var answers = 0
+    var span = 1.0
+    var ceiling = Double.infinity
   }
 }

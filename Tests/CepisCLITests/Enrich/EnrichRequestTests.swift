@@ -160,6 +160,37 @@ struct EnrichRequestTests {
     }
   }
 
+  /// Against a rate-limited `/csv`: every row is written as without the limit, byte for byte,
+  /// and the summary counts the 429s and the pauses.
+  @Test(arguments: cliTransports) func underARateLimitEveryRowAndTheSummarySaysSo(
+    transport: Transport.Kind
+  )
+    async throws
+  {
+    try await CLI.$transport.withValue(transport) {
+      try await withMockServer { server in
+        // One request at once, 20 a second: the three chunks cannot all pass at once.
+        server.limitRate(.csv, .tokenBucket(perSecond: 20, burst: 1, retryAfter: .seconds(1)))
+        var fixture = Fixture()
+        for index in 0..<1_500 { fixture.add(Self.cep(index), dataset: server.dataset) }
+        let run = try await CLI.run(
+          ["enrich", "-", "--base-url", server.baseURL.absoluteString, "--format", "json"],
+          stdin: fixture.input)
+        #expect(Data(run.out.utf8) == fixture.expected)
+        let summary = try #require(
+          try JSONSerialization.jsonObject(with: Data(run.err.utf8)) as? [String: Any])
+        let enrich = try #require(summary["enrich"] as? [String: Any])
+        #expect(enrich["errors"] as? Int == 0)
+        let refused = try #require(enrich["rate_limited"] as? Int)
+        #expect(refused == server.rateLimitedCount(on: .csv))
+        #expect(refused >= 1)
+        #expect(enrich["rate_limit_pauses"] as? Int ?? 0 >= 1)
+        #expect(enrich["rate_limit_paused_seconds"] as? Double ?? 0 >= 1)
+        #expect(server.acceptedCount(on: .csv) == 3)
+      }
+    }
+  }
+
   /// The first chunk fails after its retries: only its rows say so, its CEPs are not
   /// memoised, and the same CEPs later in the file are asked again and answered.
   @Test(arguments: cliTransports) func aFailingChunksCEPsAreAskedAgainByALaterRow(

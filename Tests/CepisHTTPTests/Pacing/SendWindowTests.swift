@@ -56,8 +56,8 @@ struct SendWindowTests {
     }
     let fifth = window.admit(now: 0)
     #expect(fifth == .waitForSlot)
-    window.answered(now: 0.01)
-    window.answered(now: 0.01)
+    window.answered(sentAt: sent[0], now: 0.01)
+    window.answered(sentAt: sent[1], now: 0.01)
     window.refused(sentAt: sent[2], retryAfter: 1, now: 0.01)
     window.refused(sentAt: sent[3], retryAfter: 1, now: 0.012)
     #expect(window.window == 2)
@@ -66,6 +66,24 @@ struct SendWindowTests {
     // Two answers over the stretch and the Retry-After: the API let 2 a second through.
     let pace = window.pace ?? 0
     #expect(abs(pace - 2 / 1.01) < 1e-6)
+  }
+
+  @Test("a 429 that overtakes the answers of its own burst: the late answers still set the pace")
+  func lateAnswers() {
+    var window = SendWindow(maxWindow: 4, patience: 600, now: 0)
+    var sent: [Double] = []
+    for _ in 0..<4 {
+      if case .send(let at) = window.admit(now: 0) { sent.append(at) }
+    }
+    // The refusals come back first (small), the two answers after them (large bodies).
+    window.refused(sentAt: sent[2], retryAfter: 1, now: 0.01)
+    window.refused(sentAt: sent[3], retryAfter: 1, now: 0.011)
+    let early = window.pace ?? 0
+    window.answered(sentAt: sent[0], now: 0.05)
+    window.answered(sentAt: sent[1], now: 0.06)
+    let late = window.pace ?? 0
+    #expect(early == 1)  // nothing answered yet: one a Retry-After
+    #expect(abs(late - 2 / 1.01) < 1e-6)  // what the burst shows, as if in order
   }
 
   @Test("the window grows back by one for each window's worth of answers")
@@ -77,11 +95,11 @@ struct SendWindowTests {
     var now = 1.0
     var answered = 0
     while window.window < 5 {
-      guard case .send = window.admit(now: now) else {
+      guard case .send(let at) = window.admit(now: now) else {
         now += 0.01
         continue
       }
-      window.answered(now: now)
+      window.answered(sentAt: at, now: now)
       answered += 1
     }
     // 4 answers at 1/4 each, with rounding of the growing window: about one window.
@@ -114,11 +132,11 @@ struct SendWindowTests {
     var window = SendWindow(maxWindow: 1, patience: 5, now: 0)
     guard case .send(let first) = window.admit(now: 0) else { return }
     window.refused(sentAt: first, retryAfter: 4, now: 0)
-    guard case .send = window.admit(now: 4) else {
+    guard case .send(let second) = window.admit(now: 4) else {
       Issue.record("the pause is over at 4 s")
       return
     }
-    window.answered(now: 4)
+    window.answered(sentAt: second, now: 4)
     #expect(window.refusingSince == nil)
     guard case .send(let third) = window.admit(now: 9) else { return }
     window.refused(sentAt: third, retryAfter: 1, now: 9)
@@ -147,11 +165,11 @@ struct SendWindowTests {
 
   /// One run of `requests` chunk requests by `senders` senders against an API that lets
   /// `rate` a second through (`burst` at once) and answers `retryAfter` in its 429s, on a
-  /// virtual clock with `latency` each way. Returns the requests sent, the 429s and the time
-  /// the last answer came.
+  /// virtual clock with `latency` each way and `bodyTime` more for an answer than for a
+  /// refusal. Returns the requests sent, the 429s and the time the last answer came.
   static func simulate(
     requests: Int, senders: Int, rate: Double, burst: Int, retryAfter: Double,
-    latency: Double = 0.002
+    latency: Double = 0.002, bodyTime: Double = 0
   ) -> (sent: Int, refused: Int, wall: Double) {
     var window = SendWindow(maxWindow: senders, patience: 600, now: 0)
     var api = TokenBucket(rate: rate, capacity: Double(burst), now: 0)
@@ -170,7 +188,7 @@ struct SendWindowTests {
         if let request = inFlight[sender], request.back <= now {
           inFlight[sender] = nil
           if request.passed {
-            window.answered(now: now)
+            window.answered(sentAt: request.sentAt, now: now)
             answered += 1
           } else {
             window.refused(sentAt: request.sentAt, retryAfter: retryAfter, now: now)
@@ -184,7 +202,8 @@ struct SendWindowTests {
           started += 1
           sent += 1
           let passed = api.take(now: now + latency)
-          inFlight[sender] = (now + 2 * latency, at, passed)
+          // An answer's body takes `bodyTime` more than a refusal's to come back.
+          inFlight[sender] = (now + 2 * latency + (passed ? bodyTime : 0), at, passed)
         case .wait(let until): wakeAt[sender] = until
         case .waitForSlot, .expired: break
         }
@@ -203,11 +222,18 @@ struct SendWindowTests {
       // underestimated and the run makes up slowly (see `SendWindow`).
       (2.0, 2, 1.0, 1.3), (5.0, 5, 1.0, 1.3), (10.0, 10, 1.0, 1.3), (3.0, 6, 1.0, 1.3),
       (1.0, 1, 2.0, 1.7), (2.0, 1, 1.0, 1.7),
-    ])
-  func simulatedRun(rate: Double, burst: Int, retryAfter: Double, slowest: Double) {
+    ],
+    // Answers as quick as refusals, and answers whose bodies take 50 ms more: the 429s of a
+    // burst overtake its answers.
+    [0.0, 0.05])
+  func simulatedRun(
+    limit: (rate: Double, burst: Int, retryAfter: Double, slowest: Double), bodyTime: Double
+  ) {
+    let (rate, burst, retryAfter, slowest) = limit
     let requests = 60
     let run = Self.simulate(
-      requests: requests, senders: 4, rate: rate, burst: burst, retryAfter: retryAfter)
+      requests: requests, senders: 4, rate: rate, burst: burst, retryAfter: retryAfter,
+      bodyTime: bodyTime)
     let ideal = Double(requests - burst) / rate
     #expect(run.sent - run.refused == requests)
     #expect(Double(run.refused) <= 0.1 * Double(run.sent), "\(run)")

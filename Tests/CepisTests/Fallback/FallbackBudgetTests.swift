@@ -103,13 +103,16 @@ struct FallbackBudgetTests {
     arguments: testedTransportKinds)
   func hedgeWithinBudget(transport: Transport.Kind) async throws {
     try await withMockServer { server in
-      // cep.is slow enough that the hedge wins on a loaded machine too.
-      server.setMode(.cep, [.delayHeaders(1.5)])
       let via = Fallback.viaCEP(baseURL: server.baseURL, budget: .perMinute(1, burst: 1))
       let client = fallbackClient(
-        transport, baseURL: server.baseURL, fallbacks: [via], hedgeAfter: 0.05)
+        transport, baseURL: server.baseURL, fallbacks: [via], hedgeAfter: 0.05, timeout: 60)
       let ceps = Array(server.dataset.sampleCEPs.prefix(2))
+      // cep.is holds its first answer far past any scheduling delay, so the hedge wins it
+      // however loaded the machine is; the lookup cancels the held request.
+      server.setMode(.cep, [.delayHeaders(60)])
       let first = try await client.lookup(ceps[0])
+      // Slower than the hedge's delay: a fallback with budget left would be asked now.
+      server.setMode(.cep, [.delayHeaders(0.5)])
       let second = try await client.lookup(ceps[1])
       #expect(first.source == .viaCEP)
       #expect(second.source == .cepis)
