@@ -120,8 +120,10 @@ import Testing
           let url = mock.baseURL.absoluteString
           let env = ["CEPIS_TRANSPORT": "urlsession", "CEPIS_BASE_URL": url]
           let ceps = Array(mock.server.dataset.sampleCEPs.prefix(3))
-          let input = directoryFile(ceps.joined(separator: "\n") + "\n")
-          defer { try? FileManager.default.removeItem(at: input) }
+          let directory = try temporaryDirectory()
+          defer { try? FileManager.default.removeItem(at: directory) }
+          let input = directory.appendingPathComponent("ceps.txt")
+          try Data((ceps.joined(separator: "\n") + "\n").utf8).write(to: input)
           let batch = try await PrivateBundle.run(["batch", input.path], bundle: bundle, env: env)
           #expect(batch.status == 0, "\(batch.err)")
           #expect(batch.outLines.filter { !$0.isEmpty }.count == 3, "\(batch.out)")
@@ -170,14 +172,6 @@ import Testing
       _ = try await mock.wait(timeout: 30)
       #expect(!FileManager.default.fileExists(atPath: lines[1]))
     }
-  }
-
-  /// A new temporary file holding `text`.
-  func directoryFile(_ text: String) -> URL {
-    let url = FileManager.default.temporaryDirectory
-      .appendingPathComponent("cepis-https-\(UUID().uuidString).txt")
-    FileManager.default.createFile(atPath: url.path, contents: Data(text.utf8))
-    return url
   }
 
   /// Runs `cepis` where the system's CA bundle includes a test authority: in a private mount
