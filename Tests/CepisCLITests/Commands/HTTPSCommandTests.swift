@@ -112,13 +112,17 @@ import Testing
 
       @Test(
         "URLSession on Linux over HTTPS: batch, health, both fallbacks and a CPF lookup",
-        .enabled(if: PrivateBundle.isUsable, "needs root, unshare and /etc/ssl/certs"))
-      func urlSessionEveryCommand() async throws {
+        .enabled(if: PrivateBundle.isUsable, "needs root, unshare and /etc/ssl/certs"),
+        arguments: [false, true])
+      func urlSessionEveryCommand(throughProxy: Bool) async throws {
         try await withTLSMock(.acceptingTestKey) { mock in
+          let proxy = throughProxy ? try ForwardProxy(upstreamPort: mock.relay.port) : nil
+          defer { proxy?.stop() }
           let bundle = try PrivateBundle.write(adding: mock.authority.certificatePEM)
           defer { try? FileManager.default.removeItem(at: bundle) }
           let url = mock.baseURL.absoluteString
-          let env = ["CEPIS_TRANSPORT": "urlsession", "CEPIS_BASE_URL": url]
+          var env = ["CEPIS_TRANSPORT": "urlsession", "CEPIS_BASE_URL": url]
+          if let proxy { env["https_proxy"] = proxy.url }
           let ceps = Array(mock.server.dataset.sampleCEPs.prefix(3))
           let directory = try temporaryDirectory()
           defer { try? FileManager.default.removeItem(at: directory) }
@@ -145,6 +149,11 @@ import Testing
           #expect(cpf.status == 0, "\(cpf.err)")
           #expect(cpf.out.contains(person.name), "\(cpf.out)")
           #expect(mock.server.requests.allSatisfy { wireTransport($0) == .urlSession })
+          if let proxy {
+            let tunnel = "CONNECT localhost:\(mock.relay.port)"
+            #expect(!proxy.relayed.isEmpty)
+            #expect(proxy.relayed.allSatisfy { $0 == tunnel }, "\(proxy.relayed)")
+          }
         }
       }
     #endif
