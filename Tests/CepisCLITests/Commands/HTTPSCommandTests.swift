@@ -75,7 +75,7 @@ import Testing
     #if canImport(FoundationNetworking)
       @Test(
         "URLSession on Linux: the system bundle with the test authority, every certificate, direct and through a proxy",
-        .enabled(if: PrivateBundle.isUsable, "needs root, unshare and /etc/ssl/certs"),
+        .enabled(if: PrivateBundle.isUsable, "needs root, unshare, mount and /etc/ssl/certs"),
         arguments: [
           MockCertificateAuthority.Profile.valid, .expired, .otherHost, .clientAuthOnly,
         ], [false, true])
@@ -112,7 +112,7 @@ import Testing
 
       @Test(
         "URLSession on Linux over HTTPS: batch, health, both fallbacks and a CPF lookup",
-        .enabled(if: PrivateBundle.isUsable, "needs root, unshare and /etc/ssl/certs"),
+        .enabled(if: PrivateBundle.isUsable, "needs root, unshare, mount and /etc/ssl/certs"),
         arguments: [false, true])
       func urlSessionEveryCommand(throughProxy: Bool) async throws {
         try await withTLSMock(.acceptingTestKey) { mock in
@@ -190,11 +190,14 @@ import Testing
     static let systemBundle = "/etc/ssl/certs/ca-certificates.crt"
     static let unshare = "/usr/bin/unshare"
 
-    /// Whether this machine can: root, `unshare`, and a system bundle where libcurl reads it.
+    /// Whether this machine can: root, `unshare` and `mount`, and a system bundle where
+    /// libcurl reads it.
     static var isUsable: Bool {
       #if canImport(Glibc)
-        return geteuid() == 0 && FileManager.default.isExecutableFile(atPath: unshare)
-          && FileManager.default.fileExists(atPath: systemBundle)
+        let files = FileManager.default
+        return geteuid() == 0 && files.isExecutableFile(atPath: unshare)
+          && ["/usr/bin/mount", "/bin/mount"].contains { files.isExecutableFile(atPath: $0) }
+          && files.fileExists(atPath: systemBundle)
       #else
         return false
       #endif
