@@ -41,6 +41,21 @@ let observabilityTestKits: [Target.Dependency] = [
     condition: .when(traits: ["Observability"])),
 ]
 
+/// What CepisMock's TLS front needs on the trait build: SwiftNIO and its TLS (already in
+/// AsyncHTTPClient's closure), and swift-certificates to make a certificate authority and its
+/// certificates at run time, so no key is ever committed. A default build resolves none of them.
+let tlsForMock: [Target.Dependency] = [
+  .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+  .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+  .product(
+    name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["AsyncHTTPClient"])),
+  .product(
+    name: "X509", package: "swift-certificates", condition: .when(traits: ["AsyncHTTPClient"])),
+  .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["AsyncHTTPClient"])),
+  .product(
+    name: "SwiftASN1", package: "swift-asn1", condition: .when(traits: ["AsyncHTTPClient"])),
+]
+
 let package = Package(
   name: "Cepis",
   // What `Scripts/check-availability` holds the code to (CI): every reference to a later API
@@ -74,6 +89,9 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-log.git", from: "1.14.0"),
     .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
     .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.4.0"),
+    .package(url: "https://github.com/apple/swift-certificates.git", from: "1.10.0"),
+    .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
+    .package(url: "https://github.com/apple/swift-asn1.git", from: "1.3.0"),
   ],
   targets: [
     // The retry/deadline/transport core shared by both API clients. Its public API is
@@ -95,7 +113,8 @@ let package = Package(
     // import SwiftUI.
     .target(name: "CepisUI", dependencies: ["Cepis", "CPFHub", "BrazilianDocuments"]),
     // The loopback server never imports the clients: it must be able to catch their mistakes.
-    .target(name: "CepisMock", dependencies: ["BrazilianDocuments", "CepisSupport"]),
+    // On the trait build it also serves its routes over TLS (`MockTLSServer`).
+    .target(name: "CepisMock", dependencies: ["BrazilianDocuments", "CepisSupport"] + tlsForMock),
     // The command-line tool's logic lives in a library so its parser can be unit-tested;
     // the executable target is named `CepisCLI` (not `cepis`) so it cannot clash with the
     // `Cepis` module on case-insensitive file systems.

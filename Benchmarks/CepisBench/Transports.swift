@@ -11,6 +11,14 @@ import Foundation
 
 /// The transport `--transport NAME` names, or the build's default.
 func benchTransport(_ args: Arguments) -> Transport {
+  if let cacert = args.options["cacert"] {
+    // Over HTTPS to the TLS relay of `serve --tls`: a transport that trusts its authority.
+    let kind = args.options["transport"].flatMap(Transport.Kind.init) ?? Transport.availableKinds[0]
+    guard let pem = FileManager.default.contents(atPath: cacert),
+      let made = try? Transport.make(kind, trustRoots: pem)
+    else { fail("cannot trust --cacert \(cacert) on \(kind)") }
+    return made
+  }
   guard let name = args.options["transport"] else { return .default }
   guard let kind = Transport.Kind(rawValue: name), let transport = Transport.make(kind) else {
     fail("this cepis-bench has no transport '\(name)' (it has: \(availableTransportNames))")

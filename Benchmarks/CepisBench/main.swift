@@ -18,9 +18,13 @@ import Foundation
 
 let usage = """
   usage: cepis-bench COMMAND [OPTIONS]
-    serve [--port N] [--keep-answers-mib M]   run CepisMock, print its base URL, wait for SIGTERM;
-                                            with M, /csv answers (M MiB at most) are kept and
-                                            sent again for the same query, not built again
+    serve [--port N] [--keep-answers-mib M] [--tls=on]   run CepisMock, print its base URL, wait
+                                            for SIGTERM; with M, /csv answers (M MiB at most) are
+                                            kept and sent again for the same query, not built
+                                            again; with --tls (trait builds), over HTTPS through
+                                            a TLS relay, the authority's certificate path printed
+                                            on the next line
+    (client commands take --cacert FILE: trust that authority too)
     requests [--count N]                      requests lookupMany sends vs the minimum (in-process mock)
     gen-urls --base-url URL --ceps N --out F  the /csv URLs lookupMany sends for the bulk workload (curl config)
     transports                                the transports this build has
@@ -66,7 +70,12 @@ case "serve":
   configuration.keptCSVAnswerBytes = args.int("keep-answers-mib", 0) << 20
   let server = MockServer(configuration: configuration)
   do { try await server.start() } catch { fail("cannot start the mock: \(error)") }
-  print(server.baseURL.absoluteString)
+  if args.options["tls"] != nil {
+    // The same routes over HTTPS (trait builds): the URL, then the authority's certificate.
+    await serveOverTLS(server)
+  } else {
+    print(server.baseURL.absoluteString)
+  }
   fflush(nil)
   while true { try? await Task.sleep(nanoseconds: 3_600_000_000_000) }
 

@@ -88,10 +88,11 @@ enum CLI {
     return env
   }
 
-  /// Starts the binary; stdout and stderr go to temporary files.
+  /// Starts the binary (or `executable`, given the binary's path among `arguments`); stdout and
+  /// stderr go to temporary files.
   static func start(
     _ arguments: [String], stdin: Data? = nil, env: [String: String] = [:],
-    stdoutFile: URL? = nil
+    stdoutFile: URL? = nil, executable: URL? = nil
   ) throws -> Running {
     let directory = FileManager.default.temporaryDirectory
       .appendingPathComponent("cepis-tests-\(UUID().uuidString)")
@@ -109,7 +110,7 @@ enum CLI {
       for handle in [output, errors, input] { try? handle.close() }
     }
     let child = try ChildProcess.spawn(
-      try requireBinary(), arguments, environment: environment(env),
+      try executable ?? requireBinary(), arguments, environment: environment(env),
       stdin: .file(input), stdout: .file(output), stderr: .file(errors))
     return Running(child: child, stdoutURL: outURL, stderrURL: errURL, directory: directory)
   }

@@ -243,8 +243,16 @@ struct Context: Sendable {
 
   /// `--transport` (env `CEPIS_TRANSPORT`), or the build's default; through `--proxy` when
   /// given (the environment's proxies otherwise, which every transport reads).
+  /// With `--cacert` (env `CEPIS_CA_BUNDLE`), a transport of its own that trusts that bundle
+  /// too.
   func transport() throws(UsageError) -> Transport {
     let kind = try transportKind()
+    if let bundle = try caBundle() {
+      let chosen = kind ?? Transport.availableKinds[0]
+      let proxy = try proxyURL()
+      if let proxy { exportForLibcurl(proxy, transport: chosen.rawValue) }
+      return try transport(chosen, proxy: proxy, trusting: bundle)
+    }
     guard let proxy = try proxyURL() else {
       guard let kind else { return .default }
       return Transport.make(kind) ?? .default

@@ -23,6 +23,10 @@ enum Commands {
     .value(
       "log-level", "LEVEL",
       "log to stderr at this level: trace (every attempt's start too) or debug (as --verbose)"),
+    .value(
+      "cacert", "FILE",
+      "trust the CA certificates in this PEM file too, besides the system's (env "
+        + "CEPIS_CA_BUNDLE; not with urlsession on Linux)"),
     .flag("help", short: "h", "show help for the command"),
     .flag("version", "show the version"),
   ]
@@ -167,6 +171,11 @@ enum Commands {
       Repeat the option to give one route both (the block is checked first), e.g.
         --rate-limit viacep=block,after=550,within=2h,for=1h --rate-limit viacep=10/s
       POST /__mock/reset restores these limits.
+
+      --tls (builds with the AsyncHTTPClient trait) serves the same routes over HTTPS on
+      https://localhost:PORT, with a certificate from a certificate authority made at start
+      (its key never leaves the process): the first line of stdout is then the https URL,
+      the second the path of the authority's certificate, for --cacert or curl --cacert.
       """,
     options: [
       .value("port", "N", "port on 127.0.0.1 (default 0: any free port)"),
@@ -176,6 +185,7 @@ enum Commands {
       .value(
         "rate-limit", "ROUTE=LIMIT",
         "limit a route's rate, e.g. csv=5/s,burst=5 (repeatable; see above)"),
+      .flag("tls", "serve over HTTPS with a CA made at start; print its certificate's path"),
     ])
 
   static let cache = CommandSpec(

@@ -36,6 +36,12 @@ enum MockCommand {
     }
     configuration.rateLimits = try parseRateLimits(
       context.parsed.options["rate-limit"] ?? [], path: path)
+    #if !AsyncHTTPClient
+      if context.parsed.flag("tls") {
+        throw UsageError(
+          message: "--tls needs a cepis built with --traits AsyncHTTPClient", path: path)
+      }
+    #endif
     let server = MockServer(configuration: configuration)
     do {
       try await server.start()
@@ -44,10 +50,29 @@ enum MockCommand {
       return .failure
     }
     let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
-    console.out(server.baseURL.absoluteString + "\n")
+    #if AsyncHTTPClient
+      let front: MockTLSFront?
+      do {
+        front = context.parsed.flag("tls") ? try await MockTLSFront.start(server) : nil
+      } catch {
+        console.error("cannot start the TLS front: \(error)")
+        await server.stop()
+        return .failure
+      }
+      if let front {
+        console.out("\(front.relay.baseURL.absoluteString)\n\(front.certificate.path)\n")
+      } else {
+        console.out(server.baseURL.absoluteString + "\n")
+      }
+    #else
+      console.out(server.baseURL.absoluteString + "\n")
+    #endif
     console.flush()
     let received = await signals.wait()
     signals.cancel()
+    #if AsyncHTTPClient
+      await front?.stop()
+    #endif
     await server.stop()
     console.note("mock server stopped (signal \(received))")
     return .success
@@ -155,3 +180,25 @@ final class SignalWaiter: @unchecked Sendable {
     for number in signals { signal(number, SIG_DFL) }
   }
 }
+
+#if AsyncHTTPClient
+  /// `cepis mock --tls`: a TLS relay in front of the server, with a certificate from an
+  /// authority made now, whose certificate (never its key) is written to a temporary file.
+  struct MockTLSFront {
+    let relay: MockTLSRelay
+    let certificate: URL
+
+    static func start(_ server: MockServer) async throws -> MockTLSFront {
+      let authority = try MockCertificateAuthority()
+      let certificate = try authority.writeCertificate()
+      let relay = try await MockTLSRelay.start(
+        forwardingTo: server.port, serving: try authority.issue(.valid))
+      return MockTLSFront(relay: relay, certificate: certificate)
+    }
+
+    func stop() async {
+      await relay.stop()
+      try? FileManager.default.removeItem(at: certificate)
+    }
+  }
+#endif

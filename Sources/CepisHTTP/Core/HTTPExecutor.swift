@@ -12,7 +12,8 @@ import Foundation
 ///   deadline is left to `URLSession`, whose Linux implementation truncates timeouts to
 ///   whole seconds, restarts its idle timer on every byte and has no resource timeout;
 /// - 429, 500, 502, 503, 504 and network failures are retried, at most `maxAttempts`
-///   attempts in all, after a full-jitter backoff or the server's `Retry-After` (capped);
+///   attempts in all, after a full-jitter backoff or the server's `Retry-After` (capped); a
+///   ``TLSRejection`` (a certificate another attempt would meet again) never is;
 /// - every other response is returned as it is, for the client module to interpret;
 /// - cancelling the calling task ends the call promptly with `CancellationError`;
 /// - a client-wide ``RetryTokenBucket`` stops retries when too many have failed recently.
@@ -147,6 +148,9 @@ package struct HTTPExecutor: Sendable {
         } else {
           wasTimeout = false
         }
+      } catch let rejection as TLSRejection {
+        // Another attempt would meet the same certificate: never retried.
+        throw HTTPFailure.network(rejection.message)
       } catch let error as AttemptTimedOut {
         wasTimeout = true
         if limitedByTotal {

@@ -8,11 +8,12 @@ import Foundation
 ///   doubling with each 429 in a row, at most 30 s), not just the one it answered.
 /// - **Window (AIMD).** The requests in flight at once start at ``maxWindow``, halve on a 429
 ///   (at least 1) and grow back by one for each window's worth of answers.
-/// - **Pace (AIMD).** The first 429 sets a pace: the answers the API gave since sending
-///   resumed, over that stretch and the 429's `Retry-After` — what the API actually let
-///   through. A later 429 lowers it the same way (never raises it). Each answer then adds a
-///   hundredth of the pace last set, so the run probes upwards slowly, and the next 429 comes
-///   late. Requests are spaced at the pace.
+/// - **Pace (AIMD).** The first 429 after an answer sets a pace: the answers the API gave
+///   since sending resumed, over that stretch and the 429's `Retry-After` — what the API
+///   actually let through. A later 429 lowers it the same way (never raises it), when its
+///   stretch is long enough to measure. Each answer then adds a hundredth of the pace last
+///   set, so the run probes upwards slowly, and the next 429 comes late. Requests are spaced
+///   at the pace.
 /// - **One decrease per burst.** A 429 answered to a request sent before the last decrease
 ///   changes nothing but the pause: refusals of requests that were in flight together are
 ///   one decrease.
@@ -50,6 +51,8 @@ package struct SendWindow: Sendable, Equatable {
   /// The pace, in requests a second; `nil` until the first 429.
   package private(set) var pace: Double?
   private var paceStep = 0.0
+  /// The pace was guessed (a 429 came before any answer), not measured.
+  private var paceIsGuess = false
   private var nextSendAt = -Double.infinity
   /// Where the stretch of sending that the next 429 measures began, and its answers.
   private var stretchStart: Double
@@ -118,7 +121,7 @@ package struct SendWindow: Sendable, Equatable {
       return
     }
     stretchAnswers += 1
-    if let pace { self.pace = pace + paceStep }
+    if let pace { self.pace = paceIsGuess ? min(pace * 2, 1_000_000) : pace + paceStep }
   }
 
   /// A request ended without an answer (a network failure, a cancel).
@@ -146,8 +149,19 @@ package struct SendWindow: Sendable, Equatable {
     guard sentAt > lastDecreaseAt else { return }
     lastDecreaseAt = now
     window = max(1, (window / 2).rounded(.down))
-    let span = max(now - stretchStart + wait, Self.shortestStretch)
+    // A stretch shorter than the shortest measurable one says nothing about the rate
+    // (answers paced just under a limit would read as far fewer). With a pace set, the pace
+    // stays and the stretch goes on, so the next 429 measures it whole: sporadic 429s then
+    // cost a pause and half the window, not a pace halved each time.
+    let stretch = now - stretchStart + wait
+    guard pace == nil || stretch >= Self.shortestStretch else { return }
+    let span = max(stretch, Self.shortestStretch)
     let allowed = Double(stretchAnswers) / span
+    // A first pace measured over too short a stretch, or before any answer, is a guess:
+    // answers then double it until a 429 measures the rate (a 429 with `Retry-After: 0`
+    // among the first requests would otherwise pace a whole run at the guess).
+    if pace == nil { paceIsGuess = stretch < Self.shortestStretch || allowed == 0 }
+    if allowed > 0, stretch >= Self.shortestStretch { paceIsGuess = false }
     let slower = allowed > 0 ? allowed : (pace.map { $0 / 2 } ?? 1 / max(wait, 1))
     let newPace = max(RateLimit.slowest, min(slower, pace ?? .infinity))
     measured = Measured(answers: stretchAnswers, span: span, ceiling: pace ?? .infinity)

@@ -287,6 +287,7 @@
         default: return HTTPFailure.network("connection failed")
         }
       }
+      if let rejection = TLSRejection(nioSSL: error) { return rejection }
       if error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError {
         return HTTPFailure.network("TLS handshake failed")
       }

@@ -35,6 +35,7 @@ final class URLSessionTransport: HTTPTransport {
 
   private let configuration: URLSessionConfiguration
   private let routing: Routing
+  private let trustRoots: TrustRoots?
   private let sessions = LockedValue([ProxyEndpoint?: SessionSlot]())
 
   /// Creates a transport with `configuration`'s cookies, headers and (when it names any)
@@ -44,7 +45,13 @@ final class URLSessionTransport: HTTPTransport {
   /// - Parameter proxy: the proxies to use. `nil`: the configuration's own when its
   ///   `connectionProxyDictionary` is set (even to an empty dictionary, which means none),
   ///   otherwise the process environment's (``ProxySettings/processEnvironment``, read now).
-  package init(configuration: URLSessionConfiguration, proxy: ProxySettings? = nil) {
+  /// - Parameter trustRoots: authorities trusted besides the system's, on Apple platforms only
+  ///   (``ServerTrust``); FoundationNetworking on Linux has no per-session roots.
+  package init(
+    configuration: URLSessionConfiguration, proxy: ProxySettings? = nil,
+    trustRoots: TrustRoots? = nil
+  ) {
+    self.trustRoots = trustRoots
     let configuration = configuration.copy() as? URLSessionConfiguration ?? .ephemeral
     configuration.urlCache = nil
     configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
@@ -92,7 +99,7 @@ final class URLSessionTransport: HTTPTransport {
       if case .settings(let settings, _) = routing, !settings.isDirect {
         configuration.connectionProxyDictionary = proxy.map(Self.dictionary(for:)) ?? [:]
       }
-      let router = TaskRouter()
+      let router = TaskRouter(trustRoots: trustRoots)
       let slot = SessionSlot(
         session: URLSession(configuration: configuration, delegate: router, delegateQueue: nil),
         router: router)
@@ -213,9 +220,19 @@ private final class Exchange: @unchecked Sendable {
     }
   }
 
+  /// Ends the attempt with what was wrong with the server's certificate (Apple platforms:
+  /// ``ServerTrust``), before the task reports its cancelled challenge.
+  func reject(_ rejection: TLSRejection) {
+    finish(.failure(rejection))
+  }
+
   func completed(error: Error?) {
     if let error {
-      finish(.failure(HTTPFailure.network(Self.describe(error))))
+      if let rejection = Self.rejection(error) {
+        finish(.failure(rejection))
+      } else {
+        finish(.failure(HTTPFailure.network(Self.describe(error))))
+      }
       return
     }
     let (response, body) = state.withLock { ($0.response, $0.body) }
@@ -253,6 +270,17 @@ private final class Exchange: @unchecked Sendable {
     return "\(nsError.domain) \(nsError.code)"
   }
 
+  /// The certificate problem (or plain HTTP answer) libcurl's message describes, for a TLS
+  /// error; `nil` for any other error, or a TLS failure another attempt might not meet.
+  private static func rejection(_ error: Error) -> TLSRejection? {
+    let nsError = error as NSError
+    guard nsError.domain == NSURLErrorDomain, describe(error) == "TLS handshake failed" else {
+      return nil
+    }
+    let description = (nsError.userInfo[NSLocalizedDescriptionKey] as? String) ?? ""
+    return TLSRejection(libcurlDescription: description)
+  }
+
   /// Whether an unknown-code error is a failed TLS handshake. FoundationNetworking reports a
   /// peer that breaks off the handshake (libcurl's `SSL_ERROR_SYSCALL`, say, from a server that
   /// answers a ClientHello in plain HTTP) as `NSURLErrorUnknown`; libcurl's message, which it
@@ -268,6 +296,11 @@ private final class Exchange: @unchecked Sendable {
 /// `@unchecked Sendable` is sound: its only state, `exchanges`, is a `LockedValue`.
 private final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable {
   private let exchanges = LockedValue([Int: Exchange]())
+  private let trustRoots: TrustRoots?
+
+  init(trustRoots: TrustRoots?) {
+    self.trustRoots = trustRoots
+  }
 
   func register(_ exchange: Exchange, for identifier: Int) {
     exchanges.withLock { $0[identifier] = exchange }
@@ -306,4 +339,22 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sen
   func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
     exchange(task)?.completed(error: error)
   }
+
+  #if canImport(Security)
+    func urlSession(
+      _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+      completionHandler:
+        @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) ->
+        Void
+    ) {
+      guard let trustRoots else {
+        completionHandler(.performDefaultHandling, nil)
+        return
+      }
+      let (disposition, credential, rejection) = ServerTrust.evaluate(
+        challenge, adding: trustRoots)
+      if let rejection { exchange(task)?.reject(rejection) }
+      completionHandler(disposition, credential)
+    }
+  #endif
 }

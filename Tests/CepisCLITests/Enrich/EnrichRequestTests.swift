@@ -169,8 +169,9 @@ struct EnrichRequestTests {
   {
     try await CLI.$transport.withValue(transport) {
       try await withMockServer { server in
-        // One request at once, 20 a second: the three chunks cannot all pass at once.
-        server.limitRate(.csv, .tokenBucket(perSecond: 20, burst: 1, retryAfter: .seconds(1)))
+        // One request at once, one every two seconds: the three chunks, sent together, cannot
+        // all pass, however slowly a loaded machine sends them.
+        server.limitRate(.csv, .tokenBucket(perSecond: 0.5, burst: 1, retryAfter: .seconds(1)))
         var fixture = Fixture()
         for index in 0..<1_500 { fixture.add(Self.cep(index), dataset: server.dataset) }
         let run = try await CLI.run(

@@ -166,10 +166,11 @@ struct SendWindowTests {
   /// One run of `requests` chunk requests by `senders` senders against an API that lets
   /// `rate` a second through (`burst` at once) and answers `retryAfter` in its 429s, on a
   /// virtual clock with `latency` each way and `bodyTime` more for an answer than for a
-  /// refusal. Returns the requests sent, the 429s and the time the last answer came.
+  /// refusal; a request whose number (from 1, in sending order) `refuses` names is refused
+  /// whatever the bucket holds. Returns the requests sent, the 429s and the time the last answer came.
   static func simulate(
     requests: Int, senders: Int, rate: Double, burst: Int, retryAfter: Double,
-    latency: Double = 0.002, bodyTime: Double = 0
+    latency: Double = 0.002, bodyTime: Double = 0, refuses: (Int) -> Bool = { _ in false }
   ) -> (sent: Int, refused: Int, wall: Double) {
     var window = SendWindow(maxWindow: senders, patience: 600, now: 0)
     var api = TokenBucket(rate: rate, capacity: Double(burst), now: 0)
@@ -201,7 +202,7 @@ struct SendWindowTests {
         case .send(let at):
           started += 1
           sent += 1
-          let passed = api.take(now: now + latency)
+          let passed = api.take(now: now + latency) && !refuses(sent)
           // An answer's body takes `bodyTime` more than a refusal's to come back.
           inFlight[sender] = (now + 2 * latency + (passed ? bodyTime : 0), at, passed)
         case .wait(let until): wakeAt[sender] = until
@@ -238,6 +239,40 @@ struct SendWindowTests {
     #expect(run.sent - run.refused == requests)
     #expect(Double(run.refused) <= 0.1 * Double(run.sent), "\(run)")
     #expect(run.wall <= slowest * ideal + retryAfter, "\(run), ideal \(ideal)")
+  }
+
+  @Test(
+    "sporadic 429s from an API with no limit (one request in N, Retry-After: 0) cost pauses, not a pace that halves each time",
+    arguments: [10, 20, 50])
+  func sporadicRefusals(every: Int) {
+    let requests = 400
+    let clean = Self.simulate(
+      requests: requests, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 0,
+      bodyTime: 0.01)
+    let run = Self.simulate(
+      requests: requests, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 0,
+      bodyTime: 0.01, refuses: { $0 % every == 0 })
+    #expect(run.sent - run.refused == requests)
+    #expect(run.refused == run.sent / every)
+    // The window halves at each 429 and grows back, so the run is slower, but within a
+    // small multiple of the clean one rather than crawling at a collapsed pace.
+    #expect(run.wall <= 3 * clean.wall, "\(run), clean \(clean)")
+  }
+
+  @Test(
+    "a 429 before any answer (Retry-After: 0), then none: the guessed pace doubles with each answer and stops binding",
+    arguments: [1, 2, 3])
+  func refusedBeforeAnyAnswer(refusedFirst: Int) {
+    let requests = 400
+    let clean = Self.simulate(
+      requests: requests, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 0,
+      bodyTime: 0.01)
+    let run = Self.simulate(
+      requests: requests, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 0,
+      bodyTime: 0.01, refuses: { $0 <= refusedFirst })
+    #expect(run.sent - run.refused == requests)
+    #expect(run.refused == refusedFirst)
+    #expect(run.wall <= 2 * clean.wall, "\(run), clean \(clean)")
   }
 
   @Test("an API with no limit is never paced")
