@@ -19,6 +19,28 @@ let nioForTransport: [Target.Dependency] = [
     name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["AsyncHTTPClient"])),
 ]
 
+/// swift-log, swift-metrics and swift-distributed-tracing, for builds with the `Observability`
+/// trait only: the adapters that turn the clients' internal events into logs, metrics and spans.
+let observability: [Target.Dependency] = [
+  .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Observability"])),
+  .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Observability"])),
+  .product(
+    name: "Tracing", package: "swift-distributed-tracing",
+    condition: .when(traits: ["Observability"])),
+]
+
+/// The backends' own test kits, for the test targets of builds with the `Observability` trait.
+let observabilityTestKits: [Target.Dependency] = [
+  .product(
+    name: "InMemoryLogging", package: "swift-log", condition: .when(traits: ["Observability"])),
+  .product(
+    name: "MetricsTestKit", package: "swift-metrics",
+    condition: .when(traits: ["Observability"])),
+  .product(
+    name: "InMemoryTracing", package: "swift-distributed-tracing",
+    condition: .when(traits: ["Observability"])),
+]
+
 /// What CepisMock's TLS front needs on the trait build: SwiftNIO and its TLS (already in
 /// AsyncHTTPClient's closure), and swift-certificates to make a certificate authority and its
 /// certificates at run time, so no key is ever committed. A default build resolves none of them.
@@ -53,12 +75,20 @@ let package = Package(
       name: "AsyncHTTPClient",
       description:
         "Adds Transport.asyncHTTPClient (swift-server/async-http-client on SwiftNIO) and makes it Transport.default."
-    )
+    ),
+    .trait(
+      name: "Observability",
+      description:
+        "Logs (swift-log), metrics (swift-metrics) and spans (swift-distributed-tracing) for every call of Client and CPFClient."
+    ),
   ],
   dependencies: [
     .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.33.0"),
     .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
     .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
+    .package(url: "https://github.com/apple/swift-log.git", from: "1.14.0"),
+    .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+    .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.4.0"),
     .package(url: "https://github.com/apple/swift-certificates.git", from: "1.10.0"),
     .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
     .package(url: "https://github.com/apple/swift-asn1.git", from: "1.3.0"),
@@ -67,13 +97,18 @@ let package = Package(
     // The retry/deadline/transport core shared by both API clients. Its public API is
     // `Transport` and `RetryBudget` only, which Cepis and CPFHub re-export; the rest is
     // `package`.
-    .target(name: "CepisHTTP", dependencies: ["CepisSupport", asyncHTTPClient] + nioForTransport),
+    .target(
+      name: "CepisHTTP",
+      dependencies: ["CepisSupport", asyncHTTPClient] + nioForTransport + observability),
     // One of each small tool the modules share (`package` access only, not a product): the lock
     // type and the CSV field writer.
     .target(name: "CepisSupport"),
-    .target(name: "Cepis", dependencies: ["CepisHTTP", "CepisSupport", asyncHTTPClient]),
+    .target(
+      name: "Cepis", dependencies: ["CepisHTTP", "CepisSupport", asyncHTTPClient] + observability),
     .target(name: "BrazilianDocuments"),
-    .target(name: "CPFHub", dependencies: ["CepisHTTP", "BrazilianDocuments", asyncHTTPClient]),
+    .target(
+      name: "CPFHub",
+      dependencies: ["CepisHTTP", "BrazilianDocuments", asyncHTTPClient] + observability),
     // View models (Observation, tested on Linux) and SwiftUI views: the client modules never
     // import SwiftUI.
     .target(name: "CepisUI", dependencies: ["Cepis", "CPFHub", "BrazilianDocuments"]),
@@ -97,7 +132,7 @@ let package = Package(
         asyncHTTPClient,
         .product(
           name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
-      ],
+      ] + observability + observabilityTestKits,
       path: "Benchmarks/CepisBench"
     ),
     // Not a product: the child process of the cache's multi-process and kill -9 tests, which
@@ -110,7 +145,8 @@ let package = Package(
     // mock server, transport and CPF fixtures).
     .target(
       name: "CepisTestSupport",
-      dependencies: ["CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments"],
+      dependencies: ["CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments"]
+        + observability + observabilityTestKits,
       path: "Tests/CepisTestSupport"),
     // The transport conformance suite runs against CepisMock over real sockets.
     .testTarget(
@@ -123,14 +159,15 @@ let package = Package(
       dependencies: [
         "Cepis", "CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments", asyncHTTPClient,
         "CepisCacheStress", "CepisTestSupport",
-      ]),
+      ] + observability + observabilityTestKits),
     .testTarget(
       name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments", "CepisTestSupport"]),
     .testTarget(
       name: "CPFHubTests",
       dependencies: [
-        "CPFHub", "CepisMock", "BrazilianDocuments", "CepisTestSupport", asyncHTTPClient,
-      ]),
+        "CPFHub", "CepisHTTP", "CepisMock", "BrazilianDocuments", "CepisTestSupport",
+        asyncHTTPClient,
+      ] + observability + observabilityTestKits),
     .testTarget(
       name: "CepisUITests",
       dependencies: [
@@ -144,13 +181,14 @@ let package = Package(
     // alone reach every member of the shared `Transport` and `RetryBudget`.
     .testTarget(
       name: "BothClientsTests",
-      dependencies: ["Cepis", "CPFHub", "CepisMock", "CepisTestSupport"],
+      dependencies: ["Cepis", "CPFHub", "CepisMock", "CepisTestSupport"] + observability
+        + observabilityTestKits,
       swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
     .testTarget(
       name: "CepisCLITests",
       dependencies: [
-        "CepisCommandLine", "CepisMock", "Cepis", "BrazilianDocuments", "CepisSupport",
-        "CepisTestSupport",
+        "CepisCommandLine", "CepisMock", "Cepis", "CepisHTTP", "BrazilianDocuments",
+        "CepisSupport", "CepisTestSupport",
       ]
     ),
   ]

@@ -33,6 +33,7 @@ func runTransportCommand(_ command: String, _ args: Arguments) async -> Bool {
   switch command {
   case "transports":
     report("transports", availableTransportNames)
+    report("observability", hasObservability ? "yes" : "no")
     return true
   #if AsyncHTTPClient
     case "ahc-single":

@@ -36,11 +36,14 @@ let usage = """
                                               answered a chunk at a time: ns per CEP
     bulk --base-url URL --ceps N [--transport T|canned]
          [--api lookupMany|lookups|lookups-main-actor|lookups-async] [--memo N]
-                                              lookupMany (or the lookups stream) over N CEPs: wall, CPU, resolved
+         [--observe none|default|memory]      lookupMany (or the lookups stream) over N CEPs: wall, CPU, resolved
     lookups-rss --rows N --distinct D [--transport T]   the lookups stream over N generated rows
                                               holding D distinct CEPs (in-process mock): peak RSS, requests
     ahc-bulk / ahc-single (trait builds)      bare AsyncHTTPClient loops: the ceiling rows
-    single --base-url URL --concurrency C --seconds S [--cep CEP]   lookup loop: rps, p50, p99
+    single --base-url URL --concurrency C --seconds S [--cep CEP] [--observe none|default|memory]
+                                              lookup loop: rps, p50, p99
+    (--observe: who hears the client's events; none turns observability off, memory records
+     them in the three backends' in-memory kits: Observability trait builds)
     gen-csv FILE --mb N                       a cep.is-shaped CSV
     csv FILE                                  CSVReader throughput
     rss-loop --base-url URL [--rounds N]      RSS while one 500-CEP batch repeats
@@ -231,7 +234,7 @@ case "bulk":
   } else {
     transport = benchTransport(args)
   }
-  let client = Client(baseURL: base, timeout: 60, transport: transport)
+  let client = observed(Client(baseURL: base, timeout: 60, transport: transport), args)
   // Warm the connection pool and the code paths outside the measurement.
   _ = try? await client.lookupMany(Array(inputs.prefix(2_000)))
   let api = args.options["api"] ?? "lookupMany"
@@ -298,7 +301,8 @@ case "single":
   }
   // `--cache FILE`: through an address cache, warmed with the CEP before the clock starts.
   let cache = args.options["cache"].map { AddressCache.sqlite(at: URL(fileURLWithPath: $0)) }
-  let client = Client(baseURL: base, timeout: 30, transport: transport, cache: cache)
+  let client = observed(
+    Client(baseURL: base, timeout: 30, transport: transport, cache: cache), args)
   if cache != nil { _ = try? await client.lookup(cep) }
   await reportRequestLoop(concurrency: concurrency, seconds: seconds) {
     _ = try await client.lookup(cep)

@@ -66,6 +66,8 @@ public struct CPFClient: Sendable {
 
   private let apiKey: APIKey?
   private let core: HTTPClientCore
+  /// Who listens to this client's events; `nil` for nobody, and then no event is made.
+  var observer: (any ClientEventObserver)?
 
   /// Creates a client.
   ///
@@ -144,7 +146,8 @@ public struct CPFClient: Sendable {
     transport: Transport,
     retryBudget: RetryBudget?,
     environment: [String: String],
-    httpEnvironment: HTTPEnvironment = .live
+    httpEnvironment: HTTPEnvironment = .live,
+    observer: (any ClientEventObserver)? = CPFClient.defaultObserver
   ) {
     self.apiKey = APIKey(apiKey ?? environment[Self.apiKeyEnvironmentVariable])
     self.core = HTTPClientCore(
@@ -162,6 +165,7 @@ public struct CPFClient: Sendable {
     self.userAgent = userAgent
     self.retryBudget = retryBudget
     self.transport = transport
+    self.observer = observer
   }
 
   /// Looks up the person a CPF belongs to.
@@ -182,6 +186,15 @@ public struct CPFClient: Sendable {
   ///   answer that is not the API's. Cancelling the task ends the call promptly with
   ///   `CancellationError`.
   public func lookup(_ cpf: String) async throws -> Person {
+    try await CallScope.observe(
+      .cpfLookup, server: baseURL.host ?? "", observer: observer,
+      errorKind: CPFHubError.eventKind(of:)
+    ) {
+      try await lookupUnobserved(cpf)
+    }
+  }
+
+  private func lookupUnobserved(_ cpf: String) async throws -> Person {
     let document: CPF
     do {
       document = try CPF(cpf)
@@ -191,7 +204,9 @@ public struct CPFClient: Sendable {
     guard let apiKey else { throw CPFHubError.missingAPIKey }
     try checkTransport()
     let response = try await send(digits: document.digits, apiKey: apiKey)
-    return try Self.interpret(response, for: document)
+    let person = try Self.interpret(response, for: document)
+    CallScope.current?.record(.answered(source: "cpfhub"))
+    return person
   }
 
   // MARK: - Plumbing
@@ -211,7 +226,9 @@ public struct CPFClient: Sendable {
       ("Accept", "application/json"),
       ("x-api-key", apiKey.value),
     ]
-    guard let request = core.getRequest(pathPrefix + "/" + digits, headers: headers) else {
+    guard
+      let request = core.getRequest(pathPrefix + "/" + digits, headers: headers, endpoint: "cpf")
+    else {
       throw CPFHubError.invalidResponse("cannot build a URL from the base URL")
     }
     do {

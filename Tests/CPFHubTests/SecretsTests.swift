@@ -1,5 +1,6 @@
 import BrazilianDocuments
 import CPFHub
+import CepisHTTP
 import CepisMock
 import CepisTestSupport
 import Foundation
@@ -8,11 +9,14 @@ import Testing
 @Suite("The key, the CPF and the person never leak")
 struct SecretsTests {
   /// Every error the client can throw, produced for real against the mock (or locally).
+  /// With `observer`, every client listens to it (the observability privacy tests).
   func everyError(
-    _ server: MockServer, _ transport: Transport.Kind, person: MockPerson
+    _ server: MockServer, _ transport: Transport.Kind, person: MockPerson,
+    observer: (any ClientEventObserver)? = nil
   ) async -> [CPFHubError] {
     var errors: [CPFHubError] = []
     func run(_ client: CPFClient, _ cpf: String, _ faults: [MockFault] = []) async {
+      let client = observer.map { client.observed(by: $0) } ?? client
       if !faults.isEmpty { server.script(.cpf, faults) }
       if let error = await expectCPFHubError({ try await client.lookup(cpf) }) {
         errors.append(error)

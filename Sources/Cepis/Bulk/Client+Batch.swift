@@ -38,6 +38,10 @@ extension Client {
   ///   are cancelled), or `CancellationError`.
   public func lookupMany(_ ceps: [String]) async throws -> [Address?] {
     guard !ceps.isEmpty else { return [] }
+    return try await observed(.lookupMany) { try await lookupManyUnobserved(ceps) }
+  }
+
+  private func lookupManyUnobserved(_ ceps: [String]) async throws -> [Address?] {
     // Each distinct well-formed CEP once, in the order it first appears; the stream's engine
     // asks them, with nothing kept in its memo (no later row could use it: the answers are
     // kept here, once each).
@@ -74,7 +78,7 @@ extension Client {
   /// Fetches one chunk of CEP numbers and answers in the chunk's order (`nil`: not found or
   /// not answered); through a bulk run's `gate` when there is one.
   func fetchChunk(numbers: [Int], gate: RateGate? = nil) async throws -> [Address?] {
-    let response = try await send(path: Self.batchPath(numbers), gate: gate)
+    let response = try await send(path: Self.batchPath(numbers), endpoint: "batch", gate: gate)
     switch response.status {
     case 200..<300:
       return try Self.decodeBatch(response, numbers: numbers)

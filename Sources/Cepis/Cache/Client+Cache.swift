@@ -1,3 +1,4 @@
+import CepisHTTP
 import Foundation
 
 extension Client {
@@ -14,11 +15,17 @@ extension Client {
     let edition = await cache.liveEdition(using: self)
     if let edition, let entry = await cache.freshEntry(for: number, edition: edition) {
       switch (entry.address, entry.kind) {
-      case (nil, _): throw CepisError.cepNotFound(digits)
-      case (let address?, .single): return address
+      case (nil, _):
+        Self.record(.cache(.hit, count: 1))
+        throw CepisError.cepNotFound(digits)
+      case (let address?, .single):
+        Self.record(.cache(.hit, count: 1))
+        Self.record(.answered(source: "cache"))
+        return address
       case (_?, .batch): break
       }
     }
+    Self.record(.cache(.miss, count: 1))
     let answer: NetworkAnswer
     do {
       answer = try await networkAnswer(digits)
@@ -27,6 +34,7 @@ extension Client {
       guard let kept = await cache.anyEntry(for: number),
         let address = Self.standIn(for: kept, liveEdition: edition)
       else { throw failure }
+      Self.record(.cache(.stale, count: 1))
       return address
     }
     switch answer {

@@ -1,3 +1,4 @@
+import CepisHTTP
 import CepisSupport
 import Foundation
 
@@ -91,6 +92,10 @@ final class EditionTracker: Sendable {
           $0.dne.isEmpty ? nil : EditionMark(edition: $0.dne, checkedAt: checkedAt)
         }
         if let learnt { await shared.record(learnt) }
+        let previous = self.state.withLock { $0.mark?.edition }
+        if let learnt, let previous, previous != learnt.edition {
+          Client.record(.editionChanged(from: previous, to: learnt.edition))
+        }
         return self.state.withLock { state -> String? in
           state.inFlight = nil
           if let learnt {

@@ -77,6 +77,11 @@ public struct Client: Sendable {
   public let rateLimit: RateLimit?
 
   let core: HTTPClientCore
+  /// Who listens to this client's events (the command line's log, the `Observability`
+  /// trait's adapters); `nil` for nobody, and then no event is made.
+  var observer: (any ClientEventObserver)?
+  /// The host of ``baseURL`` (`server.address` in events).
+  let serverAddress: String
   /// The headers of every request to cep.is, built once.
   let requestHeaders: [(String, String)]
 
@@ -172,7 +177,8 @@ public struct Client: Sendable {
     hedgeAfter: TimeInterval? = nil,
     cache: AddressCache? = nil,
     rateLimit: RateLimit? = nil,
-    environment: HTTPEnvironment
+    environment: HTTPEnvironment,
+    observer: (any ClientEventObserver)? = Client.defaultObserver
   ) {
     self.core = HTTPClientCore(
       baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
@@ -194,6 +200,8 @@ public struct Client: Sendable {
     ]
     self.transport = transport
     self.retryBudget = retryBudget
+    self.observer = observer
+    self.serverAddress = core.baseURL.host ?? ""
     self.fallbacks = fallbacks
     self.cache = cache
     // Negative delays hedge at once; an infinite one never hedges in practice; NaN is none.
@@ -231,11 +239,17 @@ public struct Client: Sendable {
   ///   `invalidResponse` for an answer that is not the API's. Cancelling the task ends the
   ///   call promptly with `CancellationError`.
   public func lookup(_ cep: String) async throws -> Address {
-    let digits = try normalizeCEP(cep)
-    if let cache {
-      return try await lookup(digits, through: cache)
+    try await observed(.lookup) {
+      let digits = try normalizeCEP(cep)
+      let address: Address
+      if let cache {
+        address = try await lookup(digits, through: cache)
+      } else {
+        address = try await lookupFromNetwork(digits)
+      }
+      Self.record(.answered(source: address.source.eventName))
+      return address
     }
-    return try await lookupFromNetwork(digits)
   }
 
   /// Looks up a normalised CEP at cep.is, then at the fallbacks.
@@ -248,7 +262,7 @@ public struct Client: Sendable {
 
   /// Looks up a normalised CEP at cep.is alone, retries included.
   func lookupAtCepis(_ digits: String) async throws -> Address {
-    let response = try await send(path: "/" + digits)
+    let response = try await send(path: "/" + digits, endpoint: "single")
     switch response.status {
     case 200..<300:
       try Self.requireJSON(response)
@@ -288,7 +302,11 @@ public struct Client: Sendable {
   ///
   /// - Throws: ``CepisError`` when the API cannot be reached or answers something else.
   public func health() async throws -> Health {
-    let response = try await send(path: "/health") { response in
+    try await observed(.health) { try await healthUnobserved() }
+  }
+
+  private func healthUnobserved() async throws -> Health {
+    let response = try await send(path: "/health", endpoint: "health") { response in
       response.status == 503 && (try? JSONDecoder().decode(Health.self, from: response.body)) != nil
     }
     guard (200..<300).contains(response.status) || response.status == 503 else {
@@ -307,10 +325,13 @@ public struct Client: Sendable {
   /// Performs `GET {base}{pathAndQuery}` through the retry core and maps its failures.
   func send(
     path pathAndQuery: String,
+    endpoint: String,
     gate: RateGate? = nil,
     isFinal: @escaping @Sendable (HTTPResponse) -> Bool = { _ in false }
   ) async throws -> HTTPResponse {
-    guard let request = core.getRequest(pathAndQuery, headers: requestHeaders) else {
+    guard
+      let request = core.getRequest(pathAndQuery, headers: requestHeaders, endpoint: endpoint)
+    else {
       throw CepisError.invalidResponse("cannot build a URL from base \(quoted(core.base))")
     }
     do {

@@ -17,6 +17,17 @@ extension CepisError {
   }
 }
 
+extension FallbackOutcome {
+  /// The outcome's name in events: `found`, `not_found`, `failed`.
+  var eventName: String {
+    switch self {
+    case .found: return "found"
+    case .notFound: return "not_found"
+    case .failed: return "failed"
+    }
+  }
+}
+
 /// What the lookup's concurrent parts report to the orchestration loop.
 private enum LookupEvent: Sendable {
   /// cep.is (with its retries) ended.
@@ -86,7 +97,12 @@ extension Client {
           let fallback = fallbacks[nextFallback]
           nextFallback += 1
           guard transport.allowances.permit(fallback.allowanceKey, make: fallback.allowance)
-          else { continue }
+          else {
+            Self.record(.fallbackSkipped(provider: fallback.source.eventName))
+            continue
+          }
+          Self.record(
+            .fallbackStarted(provider: fallback.source.eventName, hedged: cepisFailure == nil))
           fallbackInFlight = true
           group.addTask { .fallback(await ask(fallback, cep: digits, timeout: limit)) }
           return true
@@ -153,6 +169,14 @@ extension Client {
     guard let request = fallback.request(for: cep, userAgent: agent) else {
       return .failed("cannot build a URL from base \(quoted(fallback.base))")
     }
+    let outcome = await askUnobserved(fallback, request: request, cep: cep, timeout: timeout)
+    Self.record(.fallbackEnded(provider: fallback.source.eventName, outcome: outcome.eventName))
+    return outcome
+  }
+
+  private func askUnobserved(
+    _ fallback: Fallback, request: HTTPRequest, cep: String, timeout: TimeInterval
+  ) async -> FallbackOutcome {
     do {
       // One attempt, with the same redirect rule and framing checks as every cep.is attempt.
       let response = try await core.executor.sendFollowingRedirects(request, timeout: timeout)

@@ -1,5 +1,6 @@
 import BrazilianDocuments
 import CPFHub
+import CepisHTTP
 import CepisSupport
 import Foundation
 
@@ -28,7 +29,8 @@ enum CPFLookupCommand {
       maxAttempts: try context.integer("attempts", range: 1...100) ?? 3,
       totalTimeout: try context.number("total-timeout") ?? 30,
       userAgent: "cepis-cli/\(CepisTool.version)",
-      transport: try context.transport())
+      transport: try context.transport()
+    ).observed(by: try context.eventLog(default: CPFClient.defaultObserver))
     let console = context.console
     let person: Person
     do {

@@ -1,5 +1,6 @@
 import BrazilianDocuments
 import Cepis
+import CepisHTTP
 import Foundation
 
 /// The `cepis` command-line tool: parses arguments, runs a command, returns its exit status.
@@ -8,6 +9,13 @@ import Foundation
 /// exit(await CepisTool.main(Array(CommandLine.arguments.dropFirst())))
 /// ```
 public enum CepisTool {
+  /// What the build reports its clients' events to, for `--version`.
+  #if Observability
+    static let observability = "swift-log, swift-metrics, swift-distributed-tracing; --verbose"
+  #else
+    static let observability = "--verbose"
+  #endif
+
   /// The tool's version, the same as the library's.
   public static let version = Client.version
 
@@ -36,7 +44,9 @@ public enum CepisTool {
     switch outcome {
     case .version:
       let transports = Transport.availableKinds.map(\.rawValue).joined(separator: ", ")
-      console.out("cepis \(version)\ntransports: \(transports) (default \(Transport.default))\n")
+      console.out(
+        "cepis \(version)\ntransports: \(transports) (default \(Transport.default))\n"
+          + "observability: \(Self.observability)\n")
       return .success
     case .help(let path):
       console.out(Commands.help(for: path))
@@ -167,7 +177,26 @@ struct Context: Sendable {
       userAgent: "cepis-cli/\(CepisTool.version) (+https://cep.is)", transport: try transport(),
       fallbacks: fallbacks, hedgeAfter: hedgeAfter,
       cache: cached ? try CacheOptions.cache(self, baseURL: baseURL) : nil,
-      rateLimit: try rateLimit())
+      rateLimit: try rateLimit()
+    ).observed(by: try eventLog(default: Client.defaultObserver))
+  }
+
+  /// The log `--verbose` or `--log-level` asks for; `fallback` (the build's own observer)
+  /// when neither is given.
+  func eventLog(
+    default fallback: (any ClientEventObserver)?
+  ) throws(UsageError) -> (any ClientEventObserver)? {
+    if let level = parsed.value("log-level") {
+      guard EventLog.levelNames.contains(level.lowercased()) else {
+        throw UsageError(
+          message: "option '--log-level' needs one of "
+            + "\(EventLog.levelNames.joined(separator: ", ")), not '\(level)'",
+          path: path)
+      }
+      return EventLog(console: console, level: level.lowercased())
+    }
+    if parsed.flag("verbose") { return EventLog(console: console, level: "debug") }
+    return fallback
   }
 
   /// `--rate` (env `CEPIS_RATE`): `N/s`, `N/min`, or `N` (a second); `nil` when not given.

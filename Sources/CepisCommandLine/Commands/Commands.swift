@@ -19,6 +19,10 @@ enum Commands {
       "proxy", "URL",
       "send requests through this HTTP proxy, http://host[:port] (default: http_proxy, "
         + "https_proxy, all_proxy; no_proxy applies either way)"),
+    .flag("verbose", short: "v", "log each request, retry, fallback and cache result to stderr"),
+    .value(
+      "log-level", "LEVEL",
+      "log to stderr at this level: trace (every attempt's start too) or debug (as --verbose)"),
     .value(
       "cacert", "FILE",
       "trust the CA certificates in this PEM file too, besides the system's (env "

@@ -52,11 +52,13 @@ package struct HTTPClientCore: Sendable {
 
   /// A `GET` for `base + pathAndQuery` with `headers` and this client's body cap; `nil` when
   /// the text is not a URL.
-  package func getRequest(_ pathAndQuery: String, headers: [(String, String)]) -> HTTPRequest? {
+  package func getRequest(
+    _ pathAndQuery: String, headers: [(String, String)], endpoint: String = "request"
+  ) -> HTTPRequest? {
     guard let url = URL(string: base + pathAndQuery) else { return nil }
     return HTTPRequest(
       url: url,
       headers: headers.map { (name: $0.0, value: $0.1) } + [("Cache-Control", "no-cache")],
-      maxBodyBytes: maxBodyBytes)
+      maxBodyBytes: maxBodyBytes, endpoint: endpoint)
   }
 }

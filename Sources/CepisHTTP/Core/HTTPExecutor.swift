@@ -63,6 +63,9 @@ package struct HTTPExecutor: Sendable {
     let deadline = policy.totalTimeout.map { monotonicSeconds() + $0 }
     var spent = 0
     var attempt = 0
+    // Read once: `nil` when nobody listens, and then no event is built.
+    let call = CallScope.current
+    let endpoint = request.endpoint
     while true {
       attempt += 1
       try Task.checkCancellation()
@@ -92,19 +95,30 @@ package struct HTTPExecutor: Sendable {
         attemptLimit = policy.attemptTimeout
       }
 
+      call?.record(.attemptStarted(endpoint: endpoint, attempt: attempt))
+      let sentAt = call == nil ? 0 : monotonicSeconds()
       do {
         let response: HTTPResponse
         do {
           response = try await sendFollowingRedirects(request, timeout: attemptLimit)
         } catch {
           if let gate, let ticket { gate.released(ticket) }
+          call?.recordAttemptEnded(endpoint, attempt, error: error, since: sentAt)
           throw error
         }
+        call?.record(
+          .attemptEnded(
+            endpoint: endpoint, attempt: attempt, status: response.status, errorType: nil,
+            seconds: monotonicSeconds() - sentAt))
         let header = response.header("retry-after")
         retryAfter = header.flatMap { RetryAfter.seconds(from: $0, now: environment.now()) }
+        if response.status == 429 {
+          call?.record(.rateLimited(endpoint: endpoint, retryAfter: retryAfter))
+        }
         if let gate, let ticket {
           if response.status == 429 {
             // The whole run pauses and asks again: no attempt spent, no budget.
+            call?.record(.bulkPaused(seconds: retryAfter))
             gate.refused(ticket, retryAfter: retryAfter, response: response)
             attempt -= 1
             continue
@@ -155,9 +169,15 @@ package struct HTTPExecutor: Sendable {
         if delay >= remaining { throw failure }
       }
       if let budget {
-        guard let cost = budget.acquireRetry(afterTimeout: wasTimeout) else { throw failure }
+        guard let cost = budget.acquireRetry(afterTimeout: wasTimeout) else {
+          call?.record(.retryBudgetRefused(endpoint: endpoint))
+          throw failure
+        }
         spent += cost
       }
+      call?.record(
+        .retryScheduled(
+          endpoint: endpoint, attempt: attempt, wait: delay, reason: Self.reason(failure)))
       try await environment.sleep(delay)
     }
   }
@@ -232,6 +252,15 @@ package struct HTTPExecutor: Sendable {
     else { return }
     throw HTTPFailure.network(
       "body truncated: \(response.body.count) of \(expected) bytes received")
+  }
+
+  /// Why an attempt is retried, for events: its status, or its failure's kind.
+  private static func reason(_ failure: HTTPFailure) -> String {
+    switch failure {
+    case .rateLimited: return "429"
+    case .serverError(let status, _): return String(status)
+    default: return ClientEvent.kind(of: failure)
+    }
   }
 
   private static func format(_ seconds: TimeInterval?) -> String {

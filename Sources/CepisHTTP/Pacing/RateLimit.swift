@@ -139,6 +139,7 @@ package final class RequestPacer: Sendable {
         message: "the client's rate limit (\(limit)) has no turn before the deadline",
         retryAfter: wait)
     }
+    CallScope.current?.record(.paced(seconds: wait))
     do {
       try await sleep(wait)
     } catch {

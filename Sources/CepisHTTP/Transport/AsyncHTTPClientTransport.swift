@@ -7,6 +7,10 @@
   import NIOPosix
   import NIOSSL
 
+  #if Observability
+    import Tracing
+  #endif
+
   /// The AsyncHTTPClient transport: one attempt on a SwiftNIO `HTTPClient`, the body collected
   /// under its cap, stopped at once when cancelled or out of time.
   ///
@@ -22,7 +26,9 @@
   ///   instead of following it. For a `GET` with an empty body nothing extra goes on the wire
   ///   (no `Content-Length`, no `Transfer-Encoding`). AsyncHTTPClient's deadline covers that
   ///   exchange only until the head arrives, so it runs in a task of its own, which the gate
-  ///   cancels at the deadline.
+  ///   cancels at the deadline. With the `Observability` trait, requests on a client of
+  ///   Cepis's that traces go this way too while the caller's task carries a `ServiceContext`,
+  ///   so that AsyncHTTPClient's span is a child of the call's.
   ///
   /// Either way the 3xx reaches ``HTTPExecutor``, which applies the same-origin rule, and
   /// ``withAttemptDeadline(_:_:)`` resumes the caller at its deadline or cancellation and
@@ -170,9 +176,24 @@
 
     /// Sends `request` once (see ``HTTPTransport``).
     package func send(_ request: HTTPRequest, timeout: TimeInterval) async throws -> HTTPResponse {
-      configuredByCepis
+      configuredByCepis && !nestsSpans(for: request.url)
         ? try await sendThroughDelegate(request, timeout: timeout)
         : try await sendThroughAsyncAPI(request, timeout: timeout)
+    }
+
+    /// Whether the request goes the async API's way so that AsyncHTTPClient's own span is a
+    /// child of the caller's (the `Observability` trait's call span): only the async API reads
+    /// the task's `ServiceContext`, the delegate API starts its span on the event loop, with
+    /// none. Taken only when a context is set and the client traces through a real tracer.
+    private func nestsSpans(for url: URL) -> Bool {
+      #if Observability
+        guard ServiceContext.current != nil, let tracer = client(for: url).tracer else {
+          return false
+        }
+        return !(tracer is NoOpTracer)
+      #else
+        return false
+      #endif
     }
 
     private func sendThroughDelegate(
@@ -206,7 +227,7 @@
       for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
       outgoing.body = .bytes(NoBytes(), length: .known(Int64(0)))
       let prepared = outgoing
-      let client = self.client
+      let client = self.client(for: request.url)
       let limit = request.maxBodyBytes
       return try await withAttemptDeadline(timeout) { gate in
         let work = Task {

@@ -10,12 +10,19 @@ package struct HTTPRequest: Sendable {
   /// The largest body accepted, in bytes; a longer one ends the attempt with
   /// ``HTTPFailure/bodyTooLarge(limit:)``.
   package var maxBodyBytes: Int
+  /// What the request asks for, by name (`single`, `batch`, `health`, `cpf`), for the
+  /// client's events; never sent.
+  package var endpoint: String
 
   /// Creates a request.
-  package init(url: URL, headers: [(name: String, value: String)], maxBodyBytes: Int) {
+  package init(
+    url: URL, headers: [(name: String, value: String)], maxBodyBytes: Int,
+    endpoint: String = "request"
+  ) {
     self.url = url
     self.headers = headers
     self.maxBodyBytes = maxBodyBytes
+    self.endpoint = endpoint
   }
 
   /// The value of header `name`, matched without regard to case.

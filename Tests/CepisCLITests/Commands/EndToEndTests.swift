@@ -17,8 +17,15 @@ struct EndToEndTests {
     #expect(result.status == 0)
     let available = Transport.availableKinds
     let transports = available.map(\.rawValue).joined(separator: ", ")
+    #if Observability
+      let observability = "swift-log, swift-metrics, swift-distributed-tracing; --verbose"
+    #else
+      let observability = "--verbose"
+    #endif
     #expect(
-      result.out == "cepis 0.1.0\ntransports: \(transports) (default \(available[0]))\n")
+      result.out
+        == "cepis 0.1.0\ntransports: \(transports) (default \(available[0]))\n"
+        + "observability: \(observability)\n")
   }
 
   @Test(arguments: cliTransports) func theNamedTransportIsOnTheWire(transport: Transport.Kind)

@@ -111,6 +111,8 @@ struct CachedChunk: Sendable {
       hits += 1
       return kept.map(ChunkAnswer.found) ?? .notFound
     }
+    // Within `lookupMany`'s call; the misses are reported by their chunk's request.
+    if hits > 0 { Client.record(.cache(.hit, count: hits)) }
     return (answers, hits)
   }
 
@@ -118,7 +120,7 @@ struct CachedChunk: Sendable {
   /// when it fails.
   func request(_ numbers: [Int], through sender: ChunkSender) async -> [ChunkAnswer] {
     let live = await edition.value.live
-    switch await ChunkRequest.fetch(numbers, through: sender) {
+    switch await ChunkRequest.fetch(numbers, through: sender, cacheMissed: true) {
     case .success(let found):
       if let live, !Task.isCancelled {
         await cache.storeBehind(
@@ -127,13 +129,17 @@ struct CachedChunk: Sendable {
       return found.map { $0.map(ChunkAnswer.found) ?? .notFound }
     case .failure(let error):
       let kept = Task.isCancelled ? [:] : await cache.anyEntries(for: numbers)
-      return numbers.map { number -> ChunkAnswer in
+      var stale = 0
+      let answers = numbers.map { number -> ChunkAnswer in
         guard let entry = kept[number],
           var address = Client.standIn(for: entry, liveEdition: live)
         else { return .failed(error) }
         address.geo = nil
+        stale += 1
         return .stale(address)
       }
+      if stale > 0 { Client.record(.cache(.stale, count: stale)) }
+      return answers
     }
   }
 }
@@ -164,11 +170,20 @@ enum ChunkRequest {
   }
 
   /// The answers of `/csv` for the CEPs `numbers`, in their order, or why there are none.
+  /// With `cacheMissed`, the chunk's CEPs are reported as the cache's misses.
   static func fetch(
-    _ numbers: [Int], through sender: ChunkSender
+    _ numbers: [Int], through sender: ChunkSender, cacheMissed: Bool = false
   ) async -> Result<[Address?], CepisError> {
+    let client = sender.client
     do {
-      return .success(try await sender.client.fetchChunk(numbers: numbers, gate: sender.gate))
+      let found = try await client.observed(.lookupsChunk) {
+        if cacheMissed { Client.record(.cache(.miss, count: numbers.count)) }
+        Client.record(.chunkSent(size: numbers.count))
+        let found = try await client.fetchChunk(numbers: numbers, gate: sender.gate)
+        Client.record(.answered(source: "cepis"))
+        return found
+      }
+      return .success(found)
     } catch let error as CepisError {
       return .failure(error)
     } catch is CancellationError {
