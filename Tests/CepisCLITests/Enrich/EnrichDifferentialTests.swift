@@ -33,7 +33,7 @@ struct EnrichDifferentialTests {
   /// Rows in the file: 8,000 (2,000 distinct CEPs, so that memos of 1,000 and 1,999 are
   /// smaller than the file) in the plain test run, which shares two cores with every other
   /// suite; `CEPIS_ENRICH_DIFF_ROWS` sets another. CI runs it on the trait build alone at
-  /// 5,000 rows over both transports, `Scripts/long-checks` at 100,000 on both builds
+  /// 2,000 rows over both transports, `Scripts/long-checks` at 100,000 on both builds
   /// (`Scripts/enrich-differential`), the sanitizer runs at 4,000.
   static let rows =
     ProcessInfo.processInfo.environment["CEPIS_ENRICH_DIFF_ROWS"].flatMap(Int.init) ?? 8_000
