@@ -214,9 +214,9 @@ final class EnrichJob: @unchecked Sendable {
       }
     }
     defer { ticker.cancel() }
-    // Progress (redrawn at most a few times a second) and the 1 MiB flush are looked at every
-    // 1,024 rows, and after the first.
-    var sinceCheck = 1_024
+    // Progress (redrawn at most a few times a second) and the flush are looked at every
+    // `rowsPerCheck` rows, and after the first.
+    var sinceCheck = Self.rowsPerCheck
     while true {
       let answer: LookupAnswer<EnrichRow>?
       do {
@@ -269,9 +269,9 @@ final class EnrichJob: @unchecked Sendable {
       }
       tally.count(status)
       sinceCheck += 1
-      if sinceCheck >= 1_024 || sink.pendingCount >= 1 << 20 {
+      if sinceCheck >= Self.rowsPerCheck || sink.pendingCount >= Self.flushBytes {
         sinceCheck = 0
-        if sink.pendingCount >= 1 << 20 {
+        if sink.pendingCount >= Self.flushBytes {
           do { try sink.flush() } catch { return .writeFailed("\(error)") }
         }
         progress.update(
@@ -279,6 +279,11 @@ final class EnrichJob: @unchecked Sendable {
       }
     }
   }
+
+  /// Rows between two looks at the progress line and the output's pending bytes.
+  static let rowsPerCheck = 1_024
+  /// Output bytes held before they are written out.
+  static let flushBytes = 1 << 20
 
   /// Appends input bytes to the output: as they are, or converted to UTF-8
   /// (`--output-encoding utf-8` over a Windows-1252 input).

@@ -241,18 +241,28 @@ struct SendWindowTests {
     #expect(run.wall <= slowest * ideal + retryAfter, "\(run), ideal \(ideal)")
   }
 
+  /// 400 requests by 4 senders against an API with no limit whose answers take 10 ms more
+  /// than a refusal, refusing the requests `refuses` names (`Retry-After: 0`), beside the same
+  /// run refusing none.
+  static func againstUnlimitedAPI(
+    refuses: @escaping (Int) -> Bool
+  ) -> (
+    run: (sent: Int, refused: Int, wall: Double), clean: (sent: Int, refused: Int, wall: Double)
+  ) {
+    let runs = [refuses, { _ in false }].map { refuses in
+      Self.simulate(
+        requests: 400, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 0,
+        bodyTime: 0.01, refuses: refuses)
+    }
+    return (runs[0], runs[1])
+  }
+
   @Test(
     "sporadic 429s from an API with no limit (one request in N, Retry-After: 0) cost pauses, not a pace that halves each time",
     arguments: [10, 20, 50])
   func sporadicRefusals(every: Int) {
-    let requests = 400
-    let clean = Self.simulate(
-      requests: requests, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 0,
-      bodyTime: 0.01)
-    let run = Self.simulate(
-      requests: requests, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 0,
-      bodyTime: 0.01, refuses: { $0 % every == 0 })
-    #expect(run.sent - run.refused == requests)
+    let (run, clean) = Self.againstUnlimitedAPI { $0 % every == 0 }
+    #expect(run.sent - run.refused == 400)
     #expect(run.refused == run.sent / every)
     // The window halves at each 429 and grows back, so the run is slower, but within a
     // small multiple of the clean one rather than crawling at a collapsed pace.
@@ -263,14 +273,8 @@ struct SendWindowTests {
     "a 429 before any answer (Retry-After: 0), then none: the guessed pace doubles with each answer and stops binding",
     arguments: [1, 2, 3])
   func refusedBeforeAnyAnswer(refusedFirst: Int) {
-    let requests = 400
-    let clean = Self.simulate(
-      requests: requests, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 0,
-      bodyTime: 0.01)
-    let run = Self.simulate(
-      requests: requests, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 0,
-      bodyTime: 0.01, refuses: { $0 <= refusedFirst })
-    #expect(run.sent - run.refused == requests)
+    let (run, clean) = Self.againstUnlimitedAPI { $0 <= refusedFirst }
+    #expect(run.sent - run.refused == 400)
     #expect(run.refused == refusedFirst)
     #expect(run.wall <= 2 * clean.wall, "\(run), clean \(clean)")
   }
