@@ -187,8 +187,7 @@ public struct CPFClient: Sendable {
   ///   `CancellationError`.
   public func lookup(_ cpf: String) async throws -> Person {
     try await CallScope.observe(
-      .cpfLookup, server: baseURL.host ?? "", observer: observer,
-      errorKind: CPFHubError.eventKind(of:)
+      .cpfLookup, server: baseURL.host ?? "", observer: observer
     ) {
       try await lookupUnobserved(cpf)
     }

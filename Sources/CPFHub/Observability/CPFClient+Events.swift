@@ -1,16 +1,6 @@
 import CepisHTTP
 
-extension CPFHubError {
-  /// The kind of any error a call of `CPFClient` throws, for logs, metrics and spans
-  /// (`error.type`): ``kind``, never the message.
-  @Sendable static func eventKind(of error: any Error) -> String {
-    switch error {
-    case let failure as CPFHubError: return failure.kind
-    case is CancellationError: return "cancelled"
-    default: return "other"
-    }
-  }
-}
+extension CPFHubError: KindedError {}
 
 extension CPFClient {
   /// This client with `observer` listening to its events instead of its own (the command

@@ -1,16 +1,6 @@
 import CepisHTTP
 
-extension CepisError {
-  /// The kind of any error a call of `Client` throws, for logs, metrics and spans
-  /// (`error.type`): ``kind``, never the message, which may quote a server's body.
-  @Sendable static func eventKind(of error: any Error) -> String {
-    switch error {
-    case let failure as CepisError: return failure.kind
-    case is CancellationError: return "cancelled"
-    default: return "other"
-    }
-  }
-}
+extension CepisError: KindedError {}
 
 extension AddressSource {
   /// The source's name in events and metric labels: `cepis`, `viacep`, `brasilapi`.
@@ -38,8 +28,7 @@ extension Client {
     _ operation: CallOperation, _ body: () async throws -> Value
   ) async throws -> Value {
     try await CallScope.observe(
-      operation, server: serverAddress, observer: observer, errorKind: CepisError.eventKind(of:),
-      body)
+      operation, server: serverAddress, observer: observer, body)
   }
 
   /// Records `event` for the call the current task works for, if someone listens.

@@ -41,23 +41,31 @@ package final class CallScope: Sendable {
   package let parent: CallScope?
   /// Who listens.
   package let observer: any ClientEventObserver
-  /// The kind of a thrown error, for logs, metrics and spans (never its message).
-  package let errorKind: @Sendable (any Error) -> String
   /// What the observer keeps for the call while it runs (the tracing adapter's span).
   package let attachment = LockedValue<(any Sendable)?>(nil)
   private let tally = LockedValue(CallSummary())
 
-  /// Creates a scope; ``observe(_:server:observer:errorKind:_:)`` is the usual way in.
+  /// Creates a scope; ``observe(_:server:observer:_:)`` is the usual way in.
   package init(
     operation: CallOperation, serverAddress: String, parent: CallScope?,
-    observer: any ClientEventObserver, errorKind: @escaping @Sendable (any Error) -> String
+    observer: any ClientEventObserver
   ) {
     self.operation = operation
     self.serverAddress = serverAddress
     self.parent = parent
     self.observer = observer
-    self.errorKind = errorKind
     self.requestID = parent?.requestID ?? Self.newRequestID()
+  }
+
+  /// The kind of a thrown error, for logs, metrics and spans (`error.type`), never its
+  /// message, which may quote a server's body: a ``KindedError``'s ``KindedError/kind``,
+  /// `cancelled`, or `other`.
+  package func errorKind(_ error: any Error) -> String {
+    switch error {
+    case let failure as any KindedError: return failure.kind
+    case is CancellationError: return "cancelled"
+    default: return "other"
+    }
   }
 
   /// Records `event` for this call and hands it to the observer.
@@ -75,13 +83,11 @@ package final class CallScope: Sendable {
     _ operation: CallOperation,
     server: String,
     observer: (any ClientEventObserver)?,
-    errorKind: @escaping @Sendable (any Error) -> String,
     _ body: () async throws -> Value
   ) async throws -> Value {
     guard let observer, observer.isListening else { return try await body() }
     let scope = CallScope(
-      operation: operation, serverAddress: server, parent: current, observer: observer,
-      errorKind: errorKind)
+      operation: operation, serverAddress: server, parent: current, observer: observer)
     return try await $current.withValue(scope) {
       try await observer.observe(scope, body)
     }
@@ -138,4 +144,11 @@ extension CallScope {
         endpoint: endpoint, attempt: attempt, status: nil, errorType: kind,
         seconds: monotonicSeconds() - sentAt))
   }
+}
+
+/// An error a public call throws whose ``kind`` names it in logs, metrics and spans: the
+/// clients' own error types.
+package protocol KindedError: Error {
+  /// A stable name for the error's case (`server_error`, `invalid_cep`, …), never a message.
+  var kind: String { get }
 }

@@ -106,8 +106,7 @@ struct VerboseTests {
     let progress = Progress(console: console, total: nil, enabled: true)
     let log = EventLog(console: console, level: "debug")
     let call = CallScope(
-      operation: .lookupsChunk, serverAddress: "cep.is", parent: nil, observer: log,
-      errorKind: { _ in "other" })
+      operation: .lookupsChunk, serverAddress: "cep.is", parent: nil, observer: log)
     progress.update(rows: 10)
     call.record(.chunkSent(size: 500))
     // Past the progress line's interval, whatever the machine's speed.

@@ -245,8 +245,7 @@ struct ClientEventTests {
     let client = Client().observed(by: nil)
     #expect(client.observer == nil)
     let value = try await CallScope.observe(
-      .lookup, server: "cep.is", observer: nil, errorKind: CepisError.eventKind(of:),
-      { CallScope.current == nil })
+      .lookup, server: "cep.is", observer: nil, { CallScope.current == nil })
     #expect(value)
   }
 }

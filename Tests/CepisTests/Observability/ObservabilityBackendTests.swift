@@ -255,11 +255,11 @@
       }
       let unobserved = try await CallScope.observe(
         .lookup, server: "cep.is", observer: ObservabilityObserver(logger: logger(.info)),
-        errorKind: CepisError.eventKind(of:), { CallScope.current == nil })
+        { CallScope.current == nil })
       #expect(unobserved)
       let observed = try await CallScope.observe(
         .lookup, server: "cep.is", observer: ObservabilityObserver(logger: logger(.debug)),
-        errorKind: CepisError.eventKind(of:), { CallScope.current != nil })
+        { CallScope.current != nil })
       #expect(observed)
     }
 
