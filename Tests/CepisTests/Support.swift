@@ -19,16 +19,17 @@ func makeClient(
   retryBudget: RetryBudget? = .standard,
   fallbacks: [Fallback] = [],
   hedgeAfter: TimeInterval? = nil,
+  rateLimit: RateLimit? = nil,
   environment: HTTPEnvironment = .live
 ) -> Client {
   Client(
     baseURL: baseURL, timeout: timeout, maxAttempts: maxAttempts, backoffBase: backoffBase,
     backoffMax: backoffMax, totalTimeout: totalTimeout, userAgent: nil,
     transport: makeTransport(transport), retryBudget: retryBudget, fallbacks: fallbacks,
-    hedgeAfter: hedgeAfter, environment: environment)
+    hedgeAfter: hedgeAfter, rateLimit: rateLimit, environment: environment)
 }
 
-/// ``makeClient(_:baseURL:timeout:maxAttempts:backoffBase:backoffMax:totalTimeout:retryBudget:fallbacks:hedgeAfter:environment:)``
+/// ``makeClient(_:baseURL:timeout:maxAttempts:backoffBase:backoffMax:totalTimeout:retryBudget:fallbacks:hedgeAfter:rateLimit:environment:)``
 /// pointed at `server`.
 func fastClient(
   _ server: MockServer,

@@ -12,6 +12,15 @@ import Testing
 struct ClientEventTests {
   static let known = "01001000"
 
+  /// A single lookup's attempt `attempt`, answered with `status`.
+  static func exchange(_ attempt: Int, status: Int) -> [ClientEvent] {
+    [
+      .attemptStarted(endpoint: "single", attempt: attempt),
+      .attemptEnded(
+        endpoint: "single", attempt: attempt, status: status, errorType: nil, seconds: 0),
+    ]
+  }
+
   @Test(
     "a 503 then a 200: two attempts, one retry, the answer's source",
     arguments: testedTransportKinds)
@@ -24,14 +33,9 @@ struct ClientEventTests {
       #expect(recorder.entries.first == .started(.lookup))
       #expect(recorder.entries.last == .ended(.lookup, error: nil))
       #expect(
-        recorder.events == [
-          .attemptStarted(endpoint: "single", attempt: 1),
-          .attemptEnded(endpoint: "single", attempt: 1, status: 503, errorType: nil, seconds: 0),
-          .retryScheduled(endpoint: "single", attempt: 1, wait: 0, reason: "503"),
-          .attemptStarted(endpoint: "single", attempt: 2),
-          .attemptEnded(endpoint: "single", attempt: 2, status: 200, errorType: nil, seconds: 0),
-          .answered(source: "cepis"),
-        ])
+        recorder.events == Self.exchange(1, status: 503) + [
+          .retryScheduled(endpoint: "single", attempt: 1, wait: 0, reason: "503")
+        ] + Self.exchange(2, status: 200) + [.answered(source: "cepis")])
       #expect(Set(recorder.requestIDs).count == 1)
     }
   }
@@ -46,15 +50,10 @@ struct ClientEventTests {
       server.script(.cep, [.status(429, retryAfter: "1")])
       _ = try await client.lookup(Self.known)
       #expect(
-        recorder.events == [
-          .attemptStarted(endpoint: "single", attempt: 1),
-          .attemptEnded(endpoint: "single", attempt: 1, status: 429, errorType: nil, seconds: 0),
+        recorder.events == Self.exchange(1, status: 429) + [
           .rateLimited(endpoint: "single", retryAfter: 1),
           .retryScheduled(endpoint: "single", attempt: 1, wait: 0, reason: "429"),
-          .attemptStarted(endpoint: "single", attempt: 2),
-          .attemptEnded(endpoint: "single", attempt: 2, status: 200, errorType: nil, seconds: 0),
-          .answered(source: "cepis"),
-        ])
+        ] + Self.exchange(2, status: 200) + [.answered(source: "cepis")])
     }
   }
 
@@ -70,12 +69,9 @@ struct ClientEventTests {
       let address = try await client.lookup(Self.known)
       #expect(address.source == .viaCEP)
       #expect(
-        recorder.events == [
-          .attemptStarted(endpoint: "single", attempt: 1),
-          .attemptEnded(endpoint: "single", attempt: 1, status: 503, errorType: nil, seconds: 0),
+        recorder.events == Self.exchange(1, status: 503) + [
           .fallbackStarted(provider: "viacep", hedged: false),
-          .fallbackEnded(provider: "viacep", outcome: "found"),
-          .answered(source: "viacep"),
+          .fallbackEnded(provider: "viacep", outcome: "found"), .answered(source: "viacep"),
         ])
     }
   }
@@ -111,14 +107,9 @@ struct ClientEventTests {
       server.setMode(.cep, [.status(503)])
       await #expect(throws: CepisError.self) { try await client.lookup(Self.known) }
       #expect(
-        recorder.events == [
-          .attemptStarted(endpoint: "single", attempt: 1),
-          .attemptEnded(endpoint: "single", attempt: 1, status: 503, errorType: nil, seconds: 0),
-          .retryScheduled(endpoint: "single", attempt: 1, wait: 0, reason: "503"),
-          .attemptStarted(endpoint: "single", attempt: 2),
-          .attemptEnded(endpoint: "single", attempt: 2, status: 503, errorType: nil, seconds: 0),
-          .retryBudgetRefused(endpoint: "single"),
-        ])
+        recorder.events == Self.exchange(1, status: 503) + [
+          .retryScheduled(endpoint: "single", attempt: 1, wait: 0, reason: "503")
+        ] + Self.exchange(2, status: 503) + [.retryBudgetRefused(endpoint: "single")])
       #expect(recorder.entries.last == .ended(.lookup, error: "server_error"))
     }
   }
@@ -133,10 +124,8 @@ struct ClientEventTests {
       // injected sleeper skips.
       let environment = HTTPEnvironment(
         sleep: { _ in try Task.checkCancellation() }, random: { 0 }, now: { Date() })
-      let client = Client(
-        baseURL: server.baseURL, timeout: 5, maxAttempts: 1, backoffBase: 0.01, backoffMax: 0.05,
-        totalTimeout: nil, userAgent: nil, transport: makeTransport(transport),
-        retryBudget: nil, fallbacks: [], hedgeAfter: nil, cache: nil,
+      let client = makeClient(
+        transport, baseURL: server.baseURL, maxAttempts: 1, retryBudget: nil,
         rateLimit: .perMinute(1, burst: 1), environment: environment
       ).observed(by: recorder)
       _ = try await client.lookup(Self.known)
