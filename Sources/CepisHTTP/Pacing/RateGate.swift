@@ -120,7 +120,8 @@ package final class RateGate: Sendable {
 
   /// The request of `ticket` ended without an answer.
   package func released(_ ticket: Ticket) {
-    wake { $0.window.released() }
+    let at = now()
+    wake { $0.window.released(now: at) }
   }
 
   /// Changes the state, then wakes every sender waiting for a slot (each asks again).

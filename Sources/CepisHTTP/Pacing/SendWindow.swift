@@ -5,7 +5,9 @@ import Foundation
 /// waiting of its own.
 ///
 /// - **Pause.** A 429 stops every sender until its `Retry-After` (without one: half a second,
-///   doubling with each 429 in a row, at most 30 s), not just the one it answered.
+///   doubling with each 429 in a row, at most 30 s), not just the one it answered. A
+///   `Retry-After: 0` is honoured once; refused again with nothing answered since, the run
+///   backs off as without one.
 /// - **Window (AIMD).** The requests in flight at once start at ``maxWindow``, halve on a 429
 ///   (at least 1) and grow back by one for each window's worth of answers.
 /// - **Pace (AIMD).** The first 429 after an answer sets a pace: the answers the API gave
@@ -13,7 +15,13 @@ import Foundation
 ///   actually let through. A later 429 lowers it the same way (never raises it), when its
 ///   stretch is long enough to measure. Each answer then adds a hundredth of the pace last
 ///   set, so the run probes upwards slowly, and the next 429 comes late. Requests are spaced
-///   at the pace.
+///   at the pace. A 429 to a run's only request, before any answer, sets none: nothing
+///   measures a rate yet.
+/// - **Only the time the run asked.** A stretch's span leaves out the time a request could
+///   have started and the run had none to send (its reader was busy, or every row waited on
+///   one slow answer): such a run is held back by itself, not by the API, and its few answers
+///   say nothing about the API's rate. A stretch that was mostly such time is too short to
+///   measure.
 /// - **One decrease per burst.** A 429 answered to a request sent before the last decrease
 ///   changes nothing but the pause: refusals of requests that were in flight together are
 ///   one decrease.
@@ -57,11 +65,18 @@ package struct SendWindow: Sendable, Equatable {
   /// Where the stretch of sending that the next 429 measures began, and its answers.
   private var stretchStart: Double
   private var stretchAnswers = 0
+  /// The time of the stretch when a request could have started and none was asked for.
+  private var stretchIdle = 0.0
+  /// The instant from which a request could start (a slot free, the pace and any pause
+  /// over), while none has; `nil` while every slot is taken.
+  private var readySince: Double?
   private var lastDecreaseAt = -Double.infinity
   /// The stretch the last decrease measured: its answers (late ones included), its span and
   /// the pace before it.
   private var measured = Measured()
   private var refusalsInARow = 0
+  /// Decreases since the last answer.
+  private var decreasesInARow = 0
   /// The first 429 since the last answer, while no answer has come since.
   package private(set) var refusingSince: Double?
   /// 429s received.
@@ -81,6 +96,7 @@ package struct SendWindow: Sendable, Equatable {
     self.patience = patience.isNaN ? 600 : max(0, patience)
     self.window = Double(self.maxWindow)
     self.stretchStart = now
+    self.readySince = now
   }
 
   /// Whether a request may start at `now`, and if it may, counts it in flight.
@@ -91,9 +107,25 @@ package struct SendWindow: Sendable, Equatable {
     if now < pauseUntil { return .wait(until: min(pauseUntil, givesUpAt)) }
     if inFlight >= Int(window) { return .waitForSlot }
     if pace != nil, now < nextSendAt { return .wait(until: min(nextSendAt, givesUpAt)) }
+    if let ready = readySince {
+      stretchIdle += max(0, now - max(ready, stretchStart))
+    }
     inFlight += 1
     if let pace { nextSendAt = max(nextSendAt, now) + 1 / pace }
+    readySince = nil
+    noteSlot(now: now)
     return .send(sentAt: now)
+  }
+
+  /// After a change at `now`: from when a request could start, if a slot is free and none was
+  /// already counted as ready.
+  private mutating func noteSlot(now: Double) {
+    guard inFlight < Int(window) else {
+      readySince = nil
+      return
+    }
+    let ready = max(now, pauseUntil, pace == nil ? now : nextSendAt)
+    readySince = min(readySince ?? ready, ready)
   }
 
   /// Whether a request could start at `now` as far as the window goes (a slot is free).
@@ -109,7 +141,9 @@ package struct SendWindow: Sendable, Equatable {
     inFlight -= 1
     refusingSince = nil
     refusalsInARow = 0
+    decreasesInARow = 0
     window = min(Double(maxWindow), window + 1 / window)
+    noteSlot(now: now)
     guard sentAt > lastDecreaseAt else {
       measured.answers += 1
       let allowed = Double(measured.answers) / measured.span
@@ -124,9 +158,10 @@ package struct SendWindow: Sendable, Equatable {
     if let pace { self.pace = paceIsGuess ? min(pace * 2, 1_000_000) : pace + paceStep }
   }
 
-  /// A request ended without an answer (a network failure, a cancel).
-  package mutating func released() {
+  /// A request ended without an answer (a network failure, a cancel) at `now`.
+  package mutating func released(now: Double) {
     inFlight -= 1
+    noteSlot(now: now)
   }
 
   /// The request sent at `sentAt` was refused with a 429 at `now`; `retryAfter` is what the
@@ -136,30 +171,54 @@ package struct SendWindow: Sendable, Equatable {
     refusals += 1
     refusalsInARow += 1
     if refusingSince == nil { refusingSince = now }
-    let wait =
-      retryAfter.map { max(0, $0) }
-      ?? min(30, 0.5 * pow(2, Double(min(refusalsInARow - 1, 6))))
+    // A request admitted before the last decrease was sent at the old window and pace.
+    let decreases = sentAt > lastDecreaseAt
+    if decreases { decreasesInARow += 1 }
+    let wait: Double
+    if let retryAfter, retryAfter > 0 || decreasesInARow < 2 {
+      wait = max(0, retryAfter)
+    } else if let retryAfter {
+      // `Retry-After: 0` asks for no wait; but refused again with nothing answered since,
+      // the run backs off as without one, or an API that refuses everything would be asked
+      // as fast as it answers.
+      wait = max(retryAfter, Self.backoff(decreasesInARow - 2))
+    } else {
+      wait = Self.backoff(refusalsInARow - 1)
+    }
     let until = now + wait
     if until > pauseUntil {
       if pauseUntil <= now, wait > 0 { pauses += 1 }
       pausedSeconds += until - max(pauseUntil, now)
       pauseUntil = until
     }
-    // A request admitted before the last decrease was sent at the old window and pace.
-    guard sentAt > lastDecreaseAt else { return }
+    // Time a request could have started until now, and none did, is idle too; no request
+    // starts before the pause ends, and time until then is not the run's own.
+    if let ready = readySince {
+      stretchIdle += max(0, now - max(ready, stretchStart))
+      readySince = max(now, pauseUntil)
+    }
+    defer { noteSlot(now: now) }
+    guard decreases else { return }
     lastDecreaseAt = now
     window = max(1, (window / 2).rounded(.down))
     // A stretch shorter than the shortest measurable one says nothing about the rate
     // (answers paced just under a limit would read as far fewer). With a pace set, the pace
     // stays and the stretch goes on, so the next 429 measures it whole: sporadic 429s then
     // cost a pause and half the window, not a pace halved each time.
-    let stretch = now - stretchStart + wait
+    let stretch = now - stretchStart + wait - stretchIdle
     guard pace == nil || stretch >= Self.shortestStretch else { return }
+    // Refused before any answer, with none on its way (whose late answers would measure the
+    // burst, see `answered`), the run knows nothing of the rate: no pace yet (429s in a row
+    // back off, above); the next 429 after answers measures it.
+    guard pace != nil || stretchAnswers > 0 || inFlight > 0 else {
+      startStretch(now: now)
+      return
+    }
     let span = max(stretch, Self.shortestStretch)
     let allowed = Double(stretchAnswers) / span
     // A first pace measured over too short a stretch, or before any answer, is a guess:
-    // answers then double it until a 429 measures the rate (a 429 with `Retry-After: 0`
-    // among the first requests would otherwise pace a whole run at the guess).
+    // answers then double it until a 429 measures the rate (a 429 with `Retry-After: 0` among the first requests would
+    // otherwise pace a whole run at the guess).
     if pace == nil { paceIsGuess = stretch < Self.shortestStretch || allowed == 0 }
     if allowed > 0, stretch >= Self.shortestStretch { paceIsGuess = false }
     let slower = allowed > 0 ? allowed : (pace.map { $0 / 2 } ?? 1 / max(wait, 1))
@@ -168,8 +227,19 @@ package struct SendWindow: Sendable, Equatable {
     pace = newPace
     paceStep = newPace / 100
     nextSendAt = max(nextSendAt, pauseUntil)
+    startStretch(now: now)
+  }
+
+  /// The next stretch starts when the pause under way ends.
+  private mutating func startStretch(now: Double) {
     stretchStart = max(now, pauseUntil)
     stretchAnswers = 0
+    stretchIdle = 0
+  }
+
+  /// The pause after `doublings` doublings of half a second, at most 30 s.
+  private static func backoff(_ doublings: Int) -> Double {
+    min(30, 0.5 * pow(2, Double(min(max(0, doublings), 6))))
   }
 
   /// A stretch a decrease measured.

@@ -166,13 +166,16 @@ struct SendWindowTests {
   /// One run of `requests` chunk requests by `senders` senders against an API that lets
   /// `rate` a second through (`burst` at once) and answers `retryAfter` in its 429s, on a
   /// virtual clock with `latency` each way and `bodyTime` more for an answer than for a
-  /// refusal; a request whose number (from 1, in sending order) `refuses` names is refused
-  /// whatever the bucket holds. Returns the requests sent, the 429s and the time the last answer came.
+  /// refusal, and `slowAnswer(n)` more for the answer to request `n`; a request whose number
+  /// (from 1, in sending order) `refuses` names is refused whatever the bucket holds. The
+  /// window is `maxWindow` (default: one per sender). Returns the requests sent, the 429s and
+  /// the time the last answer came.
   static func simulate(
-    requests: Int, senders: Int, rate: Double, burst: Int, retryAfter: Double,
-    latency: Double = 0.002, bodyTime: Double = 0, refuses: (Int) -> Bool = { _ in false }
+    requests: Int, senders: Int, maxWindow: Int? = nil, rate: Double, burst: Int,
+    retryAfter: Double, latency: Double = 0.002, bodyTime: Double = 0,
+    slowAnswer: (Int) -> Double = { _ in 0 }, refuses: (Int) -> Bool = { _ in false }
   ) -> (sent: Int, refused: Int, wall: Double) {
-    var window = SendWindow(maxWindow: senders, patience: 600, now: 0)
+    var window = SendWindow(maxWindow: maxWindow ?? senders, patience: 600, now: 0)
     var api = TokenBucket(rate: rate, capacity: Double(burst), now: 0)
     // Per sender: when its request in flight comes back, sent when, and whether it passed.
     var inFlight: [(back: Double, sentAt: Double, passed: Bool)?] = Array(
@@ -204,7 +207,9 @@ struct SendWindowTests {
           sent += 1
           let passed = api.take(now: now + latency) && !refuses(sent)
           // An answer's body takes `bodyTime` more than a refusal's to come back.
-          inFlight[sender] = (now + 2 * latency + (passed ? bodyTime : 0), at, passed)
+          inFlight[sender] = (
+            now + 2 * latency + (passed ? bodyTime + slowAnswer(sent) : 0), at, passed
+          )
         case .wait(let until): wakeAt[sender] = until
         case .waitForSlot, .expired: break
         }
@@ -286,5 +291,45 @@ struct SendWindowTests {
     #expect(run.refused == 0)
     #expect(run.sent == 200)
     #expect(run.wall < 0.3)
+  }
+
+  /// 2,000 requests by 2 senders under a window of 4 (the run asks for fewer than it may, as
+  /// enrich does with a small read-ahead) against an API with no limit, one answer in 37 slow
+  /// (0.3 s), refusing the requests `refuses` names (`Retry-After: 0`), beside the same run
+  /// refusing none.
+  static func heldBackByItself(
+    senders: Int = 2, refuses: @escaping (Int) -> Bool
+  ) -> (
+    run: (sent: Int, refused: Int, wall: Double), clean: (sent: Int, refused: Int, wall: Double)
+  ) {
+    let runs = [refuses, { _ in false }].map { refuses in
+      Self.simulate(
+        requests: 2_000, senders: senders, maxWindow: 4, rate: 1_000_000, burst: 1_000_000,
+        retryAfter: 0, bodyTime: 0.01, slowAnswer: { $0 % 37 == 0 ? 0.3 : 0 }, refuses: refuses)
+    }
+    return (runs[0], runs[1])
+  }
+
+  @Test(
+    "a run held back by its own slow answers is not paced down to its own rate by sporadic 429s",
+    arguments: [10, 20, 45])
+  func heldBackByItselfKeepsItsRate(every: Int) {
+    let (run, clean) = Self.heldBackByItself { $0 % every == 0 }
+    #expect(run.sent - run.refused == 2_000)
+    #expect(run.refused == run.sent / every)
+    // The window still halves at each 429 and grows back: at one in 10, that costs a little.
+    #expect(run.wall <= 1.3 * clean.wall, "\(run), clean \(clean)")
+  }
+
+  @Test(
+    "a 429 to a run's only request, before any answer (Retry-After: 0), sets no pace; refused again, it backs off",
+    arguments: [1, 2, 3])
+  func refusedAloneBeforeAnyAnswer(refusedFirst: Int) {
+    let (run, clean) = Self.heldBackByItself(senders: 1) { $0 <= refusedFirst }
+    #expect(run.sent - run.refused == 2_000)
+    #expect(run.refused == refusedFirst)
+    // The second and third 429 in a row wait half a second, then a second.
+    let backoff = [0, 0, 0.5, 1.5][refusedFirst]
+    #expect(run.wall <= 1.05 * clean.wall + backoff, "\(run), clean \(clean)")
   }
 }
