@@ -6,7 +6,7 @@ FORMAT_PATHS = Package.swift Sources Tests Benchmarks Fuzz
 .PHONY: build test lint format docs availability check long-checks
 
 build:
-	$(SWIFT) build -Xswiftc -warnings-as-errors
+	CEPIS_WARNINGS_AS_ERRORS=1 $(SWIFT) build
 
 test:
 	$(SWIFT) test

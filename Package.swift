@@ -199,9 +199,16 @@ for target in package.targets where target.type != .test && target.path == nil {
   target.exclude.append("README.md")
 }
 
+/// Every warning an error in our own targets, when `CEPIS_WARNINGS_AS_ERRORS=1` (`.ci/run` sets
+/// it): in the manifest rather than `-Xswiftc -warnings-as-errors`, so that CI's `swift build`
+/// and the README's `swift test` share one build instead of compiling everything twice.
+/// SwiftPM ignores the setting when the package is someone's dependency.
+let warningsAsErrors = Context.environment["CEPIS_WARNINGS_AS_ERRORS"] == "1"
+
 // One strictness for every target: Swift 6 language mode.
 for target in package.targets {
   var settings = target.swiftSettings ?? []
   settings.append(.swiftLanguageMode(.v6))
+  if warningsAsErrors { settings.append(.treatAllWarnings(as: .error)) }
   target.swiftSettings = settings
 }
