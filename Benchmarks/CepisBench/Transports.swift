@@ -20,6 +20,10 @@ func benchTransport(_ args: Arguments) -> Transport {
     return made
   }
   guard let name = args.options["transport"] else { return .default }
+  #if AsyncHTTPClient
+    // The README's idiom for a server: its own client, here SwiftNIO's shared one.
+    if name == "ahc-shared" { return .asyncHTTPClient(.shared) }
+  #endif
   guard let kind = Transport.Kind(rawValue: name), let transport = Transport.make(kind) else {
     fail("this cepis-bench has no transport '\(name)' (it has: \(availableTransportNames))")
   }

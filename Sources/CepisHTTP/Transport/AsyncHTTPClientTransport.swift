@@ -26,7 +26,12 @@
   ///   instead of following it. For a `GET` with an empty body nothing extra goes on the wire
   ///   (no `Content-Length`, no `Transfer-Encoding`). AsyncHTTPClient's deadline covers that
   ///   exchange only until the head arrives, so it runs in a task of its own, which the gate
-  ///   cancels at the deadline. With the `Observability` trait, requests on a client of
+  ///   cancels at the deadline. That task runs on one event loop of the caller's client, chosen
+  ///   when the transport is made (``EventLoopTaskExecutor``): AsyncHTTPClient then picks that
+  ///   loop for the connection, and the head, the body's parts and the end are read where they
+  ///   arrive. On `HTTPClient.shared`'s group of a thread per core they would otherwise hop
+  ///   between its loops and the cooperative pool part by part (Benchmarks/RESULTS.md, rows
+  ///   `caller's HTTPClient.shared`). With the `Observability` trait, requests on a client of
   ///   Cepis's that traces go this way too while the caller's task carries a `ServiceContext`,
   ///   so that AsyncHTTPClient's span is a child of the call's.
   ///
@@ -98,6 +103,10 @@
     /// Which requests go through a proxy, and the clients that reach each proxy; `nil` when
     /// every request goes through `client`.
     private let proxies: (settings: ProxySettings, clients: ProxiedClients)?
+    /// On a caller's client, the ``EventLoopTaskExecutor`` its requests run on (typed loosely:
+    /// task executors are newer than the oldest Apple systems Cepis supports, where requests
+    /// run on the cooperative pool as before).
+    private let pinned: (any Sendable)?
 
     /// A transport on `client`, which Cepis never shuts down.
     ///
@@ -120,6 +129,13 @@
       self.configuredByCepis = configuredByCepis
       self.owner = owner
       self.proxies = proxies
+      if !configuredByCepis,
+        #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
+      {
+        self.pinned = EventLoopTaskExecutor(client.eventLoopGroup.next())
+      } else {
+        self.pinned = nil
+      }
     }
 
     /// A transport on ``cepisShared`` and, for requests `proxy` sends through a proxy, on a
@@ -229,8 +245,9 @@
       let prepared = outgoing
       let client = self.client(for: request.url)
       let limit = request.maxBodyBytes
+      let pinned = self.pinned
       return try await withAttemptDeadline(timeout) { gate in
-        let work = Task {
+        let run: @Sendable () async -> Void = {
           let outcome: Result<HTTPResponse, Error>
           do {
             let deadline = NIODeadline.now() + .nanoseconds(Int64(min(timeout, 86_400) * 1e9))
@@ -242,6 +259,14 @@
             outcome = .failure(Self.map(error, timeout: timeout))
           }
           gate.finish(outcome)
+        }
+        let work: Task<Void, Never>
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *),
+          let executor = pinned as? EventLoopTaskExecutor
+        {
+          work = Task(executorPreference: executor) { await run() }
+        } else {
+          work = Task { await run() }
         }
         gate.setAbort { work.cancel() }
       }
@@ -380,6 +405,26 @@
     deinit {
       let client = self.client
       client.shutdown { _ in }
+    }
+  }
+
+  /// One event loop as a task executor: a task that prefers it runs its nonisolated code on the
+  /// loop's thread, where AsyncHTTPClient's `eventLoopGroup.any()` answers that loop, so the
+  /// connection, the response's parts and the code reading them share one thread.
+  ///
+  /// Only code that never blocks runs here: starting a request and appending its body's parts.
+  @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
+  final class EventLoopTaskExecutor: TaskExecutor {
+    private let loop: any EventLoop
+
+    /// An executor running its jobs on `loop`.
+    init(_ loop: any EventLoop) {
+      self.loop = loop
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+      let job = UnownedJob(job)
+      loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
   }
 #endif
