@@ -246,18 +246,20 @@ struct SendWindowTests {
     #expect(run.wall <= slowest * ideal + retryAfter, "\(run), ideal \(ideal)")
   }
 
-  /// 400 requests by 4 senders against an API with no limit whose answers take 10 ms more
-  /// than a refusal, refusing the requests `refuses` names (`Retry-After: 0`), beside the same
-  /// run refusing none.
+  /// `requests` requests by `senders` senders (under a window of `maxWindow`, default one per
+  /// sender) against an API with no limit whose answers take 10 ms more than a refusal (and
+  /// `slowAnswer(n)` more for request `n`), refusing the requests `refuses` names
+  /// (`Retry-After: 0`), beside the same run refusing none.
   static func againstUnlimitedAPI(
-    refuses: @escaping (Int) -> Bool
+    requests: Int = 400, senders: Int = 4, maxWindow: Int? = nil,
+    slowAnswer: @escaping (Int) -> Double = { _ in 0 }, refuses: @escaping (Int) -> Bool
   ) -> (
     run: (sent: Int, refused: Int, wall: Double), clean: (sent: Int, refused: Int, wall: Double)
   ) {
     let runs = [refuses, { _ in false }].map { refuses in
       Self.simulate(
-        requests: 400, senders: 4, rate: 1_000_000, burst: 1_000_000, retryAfter: 0,
-        bodyTime: 0.01, refuses: refuses)
+        requests: requests, senders: senders, maxWindow: maxWindow, rate: 1_000_000,
+        burst: 1_000_000, retryAfter: 0, bodyTime: 0.01, slowAnswer: slowAnswer, refuses: refuses)
     }
     return (runs[0], runs[1])
   }
@@ -293,21 +295,17 @@ struct SendWindowTests {
     #expect(run.wall < 0.3)
   }
 
-  /// 2,000 requests by 2 senders under a window of 4 (the run asks for fewer than it may, as
-  /// enrich does with a small read-ahead) against an API with no limit, one answer in 37 slow
-  /// (0.3 s), refusing the requests `refuses` names (`Retry-After: 0`), beside the same run
-  /// refusing none.
+  /// 2,000 requests by `senders` senders under a window of 4 (the run asks for fewer than it
+  /// may, as enrich does with a small read-ahead) against an API with no limit, one answer in
+  /// 37 slow (0.3 s), refusing the requests `refuses` names, beside the same run refusing none.
   static func heldBackByItself(
     senders: Int = 2, refuses: @escaping (Int) -> Bool
   ) -> (
     run: (sent: Int, refused: Int, wall: Double), clean: (sent: Int, refused: Int, wall: Double)
   ) {
-    let runs = [refuses, { _ in false }].map { refuses in
-      Self.simulate(
-        requests: 2_000, senders: senders, maxWindow: 4, rate: 1_000_000, burst: 1_000_000,
-        retryAfter: 0, bodyTime: 0.01, slowAnswer: { $0 % 37 == 0 ? 0.3 : 0 }, refuses: refuses)
-    }
-    return (runs[0], runs[1])
+    againstUnlimitedAPI(
+      requests: 2_000, senders: senders, maxWindow: 4, slowAnswer: { $0 % 37 == 0 ? 0.3 : 0 },
+      refuses: refuses)
   }
 
   @Test(
