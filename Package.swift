@@ -44,6 +44,10 @@ let observabilityTestKits: [Target.Dependency] = [
 /// What CepisMock's TLS front needs on the trait build: SwiftNIO and its TLS (already in
 /// AsyncHTTPClient's closure), and swift-certificates to make a certificate authority and its
 /// certificates at run time, so no key is ever committed. A default build resolves none of them.
+/// valkey-swift, for builds with the `Valkey` trait only: the fleet's shared address cache.
+let valkey: Target.Dependency = .product(
+  name: "Valkey", package: "valkey-swift", condition: .when(traits: ["Valkey"]))
+
 let tlsForMock: [Target.Dependency] = [
   .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
   .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
@@ -81,6 +85,11 @@ let package = Package(
       description:
         "Logs (swift-log), metrics (swift-metrics) and spans (swift-distributed-tracing) for every call of Client and CPFClient."
     ),
+    .trait(
+      name: "Valkey",
+      description:
+        "Adds AddressCache.valkey: an address cache in a Valkey or Redis server, shared by a fleet (valkey-io/valkey-swift)."
+    ),
   ],
   dependencies: [
     .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.33.0"),
@@ -92,6 +101,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-certificates.git", from: "1.10.0"),
     .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
     .package(url: "https://github.com/apple/swift-asn1.git", from: "1.3.0"),
+    .package(url: "https://github.com/valkey-io/valkey-swift.git", from: "1.4.0"),
   ],
   targets: [
     // The retry/deadline/transport core shared by both API clients. Its public API is
@@ -104,7 +114,8 @@ let package = Package(
     // type and the CSV field writer.
     .target(name: "CepisSupport"),
     .target(
-      name: "Cepis", dependencies: ["CepisHTTP", "CepisSupport", asyncHTTPClient] + observability),
+      name: "Cepis",
+      dependencies: ["CepisHTTP", "CepisSupport", asyncHTTPClient, valkey] + observability),
     .target(name: "BrazilianDocuments"),
     .target(
       name: "CPFHub",
@@ -120,7 +131,7 @@ let package = Package(
     // `Cepis` module on case-insensitive file systems.
     .target(
       name: "CepisCommandLine",
-      dependencies: ["Cepis", "CPFHub", "BrazilianDocuments", "CepisMock", "CepisSupport"]
+      dependencies: ["Cepis", "CPFHub", "BrazilianDocuments", "CepisMock", "CepisSupport", valkey]
     ),
     .executableTarget(name: "CepisCLI", dependencies: ["CepisCommandLine"]),
     // Not a product: the benchmarks are this repository's tool, not something a package that
@@ -158,7 +169,7 @@ let package = Package(
       name: "CepisTests",
       dependencies: [
         "Cepis", "CepisHTTP", "CepisSupport", "CepisMock", "BrazilianDocuments", asyncHTTPClient,
-        "CepisCacheStress", "CepisTestSupport",
+        "CepisCacheStress", "CepisTestSupport", valkey,
       ] + observability + observabilityTestKits),
     .testTarget(
       name: "BrazilianDocumentsTests", dependencies: ["BrazilianDocuments", "CepisTestSupport"]),
@@ -175,7 +186,8 @@ let package = Package(
         "CepisTestSupport",
       ]),
     .testTarget(
-      name: "CepisMockTests", dependencies: ["CepisMock", "BrazilianDocuments", "CepisSupport"]),
+      name: "CepisMockTests",
+      dependencies: ["CepisMock", "BrazilianDocuments", "CepisSupport", "CepisTestSupport"]),
     // Both clients in one program, as a server app that uses both would have them; with
     // MemberImportVisibility (SE-0444) on, it also proves that `import Cepis` and `import CPFHub`
     // alone reach every member of the shared `Transport` and `RetryBudget`.

@@ -1,3 +1,4 @@
+import CepisTestSupport
 import Foundation
 import Testing
 
@@ -51,13 +52,7 @@ final class RawClient {
       var one: Int32 = 1
       setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
     #endif
-    var address = sockaddr_in()
-    #if canImport(Darwin)
-      address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
-    #endif
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+    var address = loopbackSocketAddress(port: port)
     let result = withUnsafePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
         connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))

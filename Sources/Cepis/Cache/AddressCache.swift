@@ -50,6 +50,11 @@ public final class AddressCache: Sendable {
     case memory(capacity: Int)
     /// In a SQLite file, shared by the processes that open it, at most `maxBytes` large.
     case sqlite(url: URL, maxBytes: Int)
+    #if Valkey
+      /// In a Valkey or Redis server shared by a fleet, under keys that start with
+      /// `keyPrefix` (``AddressCache/valkey(_:keyPrefix:entryTimeToLive:operationTimeout:revalidateEvery:onWarning:)``).
+      case valkey(keyPrefix: String)
+    #endif
   }
 
   /// Where the entries are kept, as asked for (see ``warnings`` for a file cache that had to
@@ -133,10 +138,22 @@ public final class AddressCache: Sendable {
 
   /// A cache with an injected clock, and how long a file cache's stores may wait to be
   /// written in a group (see ``storeBehind(_:kind:edition:)``) (tests).
-  package init(
+  package convenience init(
     storage: Storage, revalidateEvery: TimeInterval,
     onWarning: (@Sendable (String) -> Void)?, now: @escaping @Sendable () -> Date,
     flushDelay: DispatchTimeInterval = .seconds(1)
+  ) {
+    self.init(
+      storage: storage, revalidateEvery: revalidateEvery, onWarning: onWarning, now: now,
+      flushDelay: flushDelay, makeStore: nil)
+  }
+
+  /// A cache on the store `makeStore` makes, handed the cache's warnings (a shared cache's).
+  init(
+    storage: Storage, revalidateEvery: TimeInterval,
+    onWarning: (@Sendable (String) -> Void)?, now: @escaping @Sendable () -> Date,
+    flushDelay: DispatchTimeInterval = .seconds(1),
+    makeStore: ((_ warn: @escaping @Sendable (String) -> Void) -> any CacheStore)?
   ) {
     self.storage = storage
     self.revalidateEvery = revalidateEvery.isNaN ? 0 : max(0, revalidateEvery)
@@ -151,6 +168,14 @@ public final class AddressCache: Sendable {
     case .sqlite(let url, let maxBytes):
       backend = LockedValue(.unopenedFile(url, maxBytes: maxBytes))
       front = MemoryFront(capacity: Self.frontCapacity)
+    #if Valkey
+      case .valkey:
+        // Only ``valkey(_:keyPrefix:entryTimeToLive:operationTimeout:revalidateEvery:onWarning:)``
+        // makes this storage, with its store; without one, nothing is kept.
+        let store = makeStore?({ [issued] in issued.issue($0) }) ?? MemoryCacheStore(capacity: 0)
+        backend = LockedValue(.ready(store))
+        front = MemoryFront(capacity: Self.frontCapacity)
+    #endif
     }
   }
 

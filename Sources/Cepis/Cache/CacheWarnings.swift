@@ -39,8 +39,10 @@ final class CacheWarnings: Sendable {
   }
 
   /// Issues that the cache could not do `what` because of `error`, and stepped aside for the
-  /// call.
+  /// call; nothing for an error its store reported already (a shared cache's outage: one
+  /// warning for all of it).
   func stepAside(_ what: String, _ error: any Error) {
+    if error is any ReportedCacheError { return }
     issue("the cache could not \(what) (\(error)); the network is asked instead")
   }
 }

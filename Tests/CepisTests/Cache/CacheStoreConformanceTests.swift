@@ -9,14 +9,22 @@ struct StoreUnderTest: Sendable, CustomStringConvertible {
   let make: @Sendable (_ folder: URL) throws -> any CacheStore
 
   /// Every store: a new one joins the conformance suite with one line here.
-  static let all: [StoreUnderTest] = [
-    StoreUnderTest(description: "memory") { _ in MemoryCacheStore(capacity: 10_000) },
-    StoreUnderTest(description: "sqlite") { try openStore($0.appendingPathComponent("c.sqlite")) },
-  ]
+  static let all: [StoreUnderTest] =
+    [
+      StoreUnderTest(description: "memory") { _ in MemoryCacheStore(capacity: 10_000) },
+      StoreUnderTest(description: "sqlite") {
+        try openStore($0.appendingPathComponent("c.sqlite"))
+      },
+    ] + traitStores
 }
 
 /// What ``AddressCache`` relies on from any ``CacheStore``, checked on each store alike.
-@Suite("cache stores: one contract, every store")
+///
+/// One case at a time: the suite calls the stores' synchronous methods from its tasks, and a
+/// server store blocks the calling thread until the server answers, which its client's tasks
+/// on the cooperative pool need a free thread for (``AddressCache`` calls a store only from a
+/// thread of its own).
+@Suite("cache stores: one contract, every store", .serialized)
 struct CacheStoreConformanceTests {
   let now = Date(timeIntervalSince1970: 1_790_000_000)
 

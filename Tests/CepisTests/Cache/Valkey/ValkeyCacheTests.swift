@@ -1,0 +1,169 @@
+#if Valkey
+  import CepisMock
+  import CepisTestSupport
+  import Foundation
+  import Testing
+
+  @testable import Cepis
+
+  /// The Valkey cache against a real `redis-server`: a fleet shares its answers and its
+  /// edition, and no fault of the server costs a row.
+  @Suite(
+    "the Valkey cache, against redis-server and CepisMock", .serialized,
+    .enabled(if: valkeyTestsCanRun, "needs redis-server, and valkey-swift's platforms"))
+  struct ValkeyCacheTests {
+    // Each test opens with an availability check that `valkeyTestsCanRun` has already made
+    // (the suite is skipped, never passed, where valkey-swift cannot run).
+    typealias Rows = LookupsCacheTests
+
+    /// Every answer of one run over `rows` through `client`, each checked against the data of
+    /// its own CEP.
+    static func checkedRun(_ client: Client, _ rows: [Customer], _ server: MockServer)
+      async throws -> LookupStatistics
+    {
+      let run = try await LookupsCacheTests.run(client, rows)
+      BulkStreamEndToEndTests.check(run.answers, rows, server)
+      return run.statistics
+    }
+
+    @Test(
+      "two processes on one server: the second asks neither /health nor /csv, and answers the same",
+      arguments: testedTransportKinds)
+    func fleetSharesAnswersAndEdition(transport: Transport.Kind) async throws {
+      guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+      let valkey = try ValkeyTestServer()
+      let prefix = ValkeyTestServer.freshPrefix()
+      try await withMockServer { server in
+        let rows = BulkStreamEndToEndTests.customers()
+        let distinct = BulkStreamEndToEndTests.distinctValid(rows).count
+        let chunks = (distinct + Client.maxBatch - 1) / Client.maxBatch
+        let first = valkey.cache(prefix: prefix)
+        let firstRun = try await Self.checkedRun(
+          cachedClient(server, transport, cache: first), rows, server)
+        await first.drainStores()
+        #expect(firstRun.requests == chunks)
+        #expect(LookupsCacheTests.count(server, .health) == 1)
+
+        // Another process: a cache of its own on the same server and prefix.
+        let second = valkey.cache(prefix: prefix)
+        let secondRun = try await Self.checkedRun(
+          cachedClient(server, transport, cache: second), rows, server)
+        #expect(secondRun.requests == 0)
+        #expect(secondRun.cacheHits == distinct)
+        #expect(LookupsCacheTests.count(server, .csv) == chunks)
+        // The bulk run checks the edition at its start; a single lookup within the interval
+        // takes the fleet's mark.
+        let third = valkey.cache(prefix: prefix)
+        let healthBefore = LookupsCacheTests.count(server, .health)
+        _ = try? await cachedClient(server, transport, cache: third).lookup(rows[0].cep)
+        #expect(LookupsCacheTests.count(server, .health) == healthBefore)
+        #expect(first.warnings.isEmpty && second.warnings.isEmpty && third.warnings.isEmpty)
+        let statistics = try #require(await second.statistics())
+        #expect(statistics.entriesPerEdition.values.reduce(0, +) == distinct)
+      }
+    }
+
+    @Test("a server down at the start costs no row: one warning, every row from the network")
+    func downAtStart() async throws {
+      guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+      let valkey = try ValkeyTestServer()
+      valkey.server.kill9()
+      try await withMockServer { server in
+        let rows = BulkStreamEndToEndTests.customers()
+        let cache = valkey.cache(operationTimeout: 2)
+        let statistics = try await Self.checkedRun(
+          cachedClient(server, .urlSession, cache: cache), rows, server)
+        #expect(statistics.cacheHits == 0)
+        #expect(cache.warnings.count == 1, "\(cache.warnings)")
+        #expect(cache.warnings.first?.contains("stopped answering") == true)
+      }
+    }
+
+    @Test(
+      "killed mid-run and restarted: no row lost or wrong, one warning per outage, and the cache writes again"
+    )
+    func killedAndRestarted() async throws {
+      guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+      let valkey = try ValkeyTestServer()
+      try await withMockServer { server in
+        let rows = BulkStreamEndToEndTests.customers()
+        let cache = valkey.cache(operationTimeout: 2, retryInterval: 0.2)
+        let client = cachedClient(server, .urlSession, cache: cache)
+        var iterator = client.lookups(AsyncRows(rows), cep: { $0.cep }).makeAsyncIterator()
+        var answers: [LookupAnswer<Customer>] = []
+        while let answer = try await iterator.next() {
+          answers.append(answer)
+          if answers.count == rows.count / 3 { valkey.server.kill9() }
+        }
+        BulkStreamEndToEndTests.check(answers, rows, server)
+        #expect(cache.warnings.count == 1, "\(cache.warnings)")
+
+        try valkey.server.restart()
+        // Past the retry interval, the next run's operations reach the server again.
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let again = try await Self.checkedRun(client, rows, server)
+        await cache.drainStores()
+        _ = again
+        let held = try #require(await cache.statistics())
+        #expect(held.entriesPerEdition.values.reduce(0, +) > 0)
+        #expect(cache.warnings.count == 1, "\(cache.warnings)")
+      }
+    }
+
+    @Test(
+      "paused longer than a lookup's deadline: lookups answer from the network, with one warning")
+    func paused() async throws {
+      guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+      let valkey = try ValkeyTestServer()
+      try await withMockServer { server in
+        let cache = valkey.cache(operationTimeout: 0.3, retryInterval: 30)
+        let client = cachedClient(server, .urlSession, cache: cache)
+        let ceps = (0..<5).map { String(10_000_000 + $0 * 17) }
+        // Warm: the edition is learnt while the server answers.
+        _ = try? await client.lookup(ceps[0])
+        valkey.server.pause()
+        defer { valkey.server.resume() }
+        let started = Date()
+        for cep in ceps.dropFirst() {
+          let address = try await client.lookup(cep)
+          #expect(address.cep == cep)
+          #expect(address == expectedAddress(server, cep))
+        }
+        // One deadline for the outage, then every operation fails at once.
+        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(cache.warnings.count == 1, "\(cache.warnings)")
+      }
+    }
+
+    @Test("values of the wrong type or another format are misses with one warning, never misread")
+    func wrongTypeAndForeignValues() async throws {
+      guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+      let valkey = try ValkeyTestServer()
+      let prefix = ValkeyTestServer.freshPrefix()
+      try await withMockServer { server in
+        let client = cachedClient(server, .urlSession, cache: valkey.cache(prefix: prefix))
+        let edition = try await client.health().dne
+        // Another program's string under an entry key, and a list where a string belongs.
+        _ = try valkey.server.send([
+          "SET", "\(prefix)\(edition):10000000", "{\"cep\":\"99999999\"}",
+        ])
+        _ = try valkey.server.send(["RPUSH", "\(prefix)\(edition):10000017", "x"])
+        _ = try valkey.server.send(["HSET", "\(prefix)~editions", edition, "1"])
+        let cache = valkey.cache(prefix: prefix)
+        let reader = cachedClient(server, .urlSession, cache: cache)
+        for cep in ["10000000", "10000017"] {
+          let address = try await reader.lookup(cep)
+          #expect(address == expectedAddress(server, cep), "CEP \(cep)")
+        }
+        #expect(cache.warnings.count == 1, "\(cache.warnings)")
+      }
+    }
+  }
+
+  /// Whether the Valkey tests can run here: `redis-server` installed, and valkey-swift's
+  /// platforms.
+  let valkeyTestsCanRun: Bool = {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return false }
+    return RedisServer.isAvailable
+  }()
+#endif
