@@ -22,7 +22,9 @@ let nioForTransport: [Target.Dependency] = [
 /// swift-log, swift-metrics and swift-distributed-tracing, for builds with the `Observability`
 /// trait only: the adapters that turn the clients' internal events into logs, metrics and spans.
 let observability: [Target.Dependency] = [
-  .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Observability"])),
+  // Logging also serves the Valkey trait's tests (a `ValkeyClient` takes a logger).
+  .product(
+    name: "Logging", package: "swift-log", condition: .when(traits: ["Observability", "Valkey"])),
   .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Observability"])),
   .product(
     name: "Tracing", package: "swift-distributed-tracing",
@@ -47,6 +49,14 @@ let observabilityTestKits: [Target.Dependency] = [
 /// valkey-swift, for builds with the `Valkey` trait only: the fleet's shared address cache.
 let valkey: Target.Dependency = .product(
   name: "Valkey", package: "valkey-swift", condition: .when(traits: ["Valkey"]))
+
+/// What the command line's `--cache redis://…` needs besides: a logger for the client, and TLS
+/// settings for `rediss://`.
+let valkeyForCommandLine: [Target.Dependency] = [
+  valkey,
+  .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Valkey"])),
+  .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Valkey"])),
+]
 
 let tlsForMock: [Target.Dependency] = [
   .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
@@ -131,7 +141,8 @@ let package = Package(
     // `Cepis` module on case-insensitive file systems.
     .target(
       name: "CepisCommandLine",
-      dependencies: ["Cepis", "CPFHub", "BrazilianDocuments", "CepisMock", "CepisSupport", valkey]
+      dependencies: ["Cepis", "CPFHub", "BrazilianDocuments", "CepisMock", "CepisSupport"]
+        + valkeyForCommandLine
     ),
     .executableTarget(name: "CepisCLI", dependencies: ["CepisCommandLine"]),
     // Not a product: the benchmarks are this repository's tool, not something a package that

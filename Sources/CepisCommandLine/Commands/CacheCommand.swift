@@ -9,7 +9,40 @@ import Foundation
 /// folder to keep it in); `--no-cache`, or `CEPIS_CACHE=off`, turns it off. Answers of a
 /// server other than cep.is (`--base-url`) go to a file of their own in the default folder,
 /// so that a mock's or a proxy's data never answers for cep.is's.
+///
+/// `--cache redis://[user:pass@]host:port[/db]` (also `valkey://`, and `rediss://` over TLS)
+/// keeps the cache in a Valkey or Redis server shared by a fleet (builds with the `Valkey`
+/// trait); another server's answers go under a key prefix of their own there too.
 enum CacheOptions {
+  /// Where the cache is: a file, or a server.
+  enum Location: Equatable {
+    /// A SQLite file.
+    case file(URL)
+    /// A Valkey or Redis server (`redis://`, `valkey://`, `rediss://`), and the key prefix.
+    case server(URL, keyPrefix: String)
+  }
+
+  /// The URL schemes of a cache server.
+  static let serverSchemes: Set<String> = ["redis", "valkey", "rediss", "valkeys"]
+
+  /// The key prefix of a server cache: `cepis:` for cep.is's answers, one of its own for
+  /// another server's (host and port).
+  static func keyPrefix(for baseURL: URL) -> String {
+    guard baseURL != Client.defaultBaseURL else { return "cepis:" }
+    let host = (baseURL.host ?? "server").map { $0.isLetter || $0.isNumber || $0 == "." ? $0 : "_" }
+    let port = baseURL.port.map { "-\($0)" } ?? ""
+    return "cepis-\(String(host))\(port):"
+  }
+
+  /// `url` as it may be shown: without its password.
+  static func displayed(_ url: URL) -> String {
+    guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+      return "(a cache server)"
+    }
+    components.password = nil
+    return components.string ?? "(a cache server)"
+  }
+
   /// The options `lookup`, `batch`, `enrich` and `cache` take.
   static let specs: [OptionSpec] = [
     .value(
@@ -28,26 +61,41 @@ enum CacheOptions {
     return "addresses-\(String(host))\(port).sqlite"
   }
 
-  /// The cache file the options and the environment name, or `nil` for no cache.
-  static func location(_ context: Context, baseURL: URL) throws(UsageError) -> URL? {
+  /// The cache the options and the environment name, or `nil` for no cache.
+  static func location(_ context: Context, baseURL: URL) throws(UsageError) -> Location? {
     if context.parsed.flag("no-cache") { return nil }
     let given =
       context.parsed.value("cache")
       ?? context.environment["CEPIS_CACHE"].flatMap { $0.isEmpty ? nil : $0 }
     if let given {
       if ["off", "none", "no", "0", "false"].contains(given.lowercased()) { return nil }
-      let url = URL(fileURLWithPath: given)
-      var isFolder: ObjCBool = false
-      if given.hasSuffix("/")
-        || (FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder)
-          && isFolder.boolValue)
+      if let scheme = given.split(separator: ":", maxSplits: 1).first?.lowercased(),
+        serverSchemes.contains(scheme), given.contains("://")
       {
-        return url.appendingPathComponent(fileName(for: baseURL))
+        guard let url = URL(string: given), url.host?.isEmpty == false else {
+          throw UsageError(
+            message: "--cache: not a server URL (\(scheme)://[user:pass@]host:port[/db])",
+            path: context.path)
+        }
+        return .server(url, keyPrefix: keyPrefix(for: baseURL))
       }
-      return url
+      return .file(fileLocation(given, baseURL: baseURL))
     }
     guard let folder = defaultFolder(context.environment) else { return nil }
-    return folder.appendingPathComponent(fileName(for: baseURL))
+    return .file(folder.appendingPathComponent(fileName(for: baseURL)))
+  }
+
+  /// The file `given` names: itself, or the file for `baseURL` in it when it is a folder.
+  private static func fileLocation(_ given: String, baseURL: URL) -> URL {
+    let url = URL(fileURLWithPath: given)
+    var isFolder: ObjCBool = false
+    if given.hasSuffix("/")
+      || (FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder)
+        && isFolder.boolValue)
+    {
+      return url.appendingPathComponent(fileName(for: baseURL))
+    }
+    return url
   }
 
   /// `$XDG_CACHE_HOME/cepis` (an absolute path only, as the XDG spec says), else
@@ -71,9 +119,15 @@ enum CacheOptions {
 
   /// The cache the options describe; its warnings go to stderr even with `--quiet`.
   static func cache(_ context: Context, baseURL: URL) throws(UsageError) -> AddressCache? {
-    guard let url = try location(context, baseURL: baseURL) else { return nil }
+    guard let location = try location(context, baseURL: baseURL) else { return nil }
     let console = context.console
-    return .sqlite(at: url) { warning in console.note("warning: address cache: \(warning)") }
+    let warn: @Sendable (String) -> Void = { console.note("warning: address cache: \($0)") }
+    switch location {
+    case .file(let url):
+      return .sqlite(at: url, onWarning: warn)
+    case .server(let url, let prefix):
+      return try CacheServer.cache(url, keyPrefix: prefix, context: context, onWarning: warn)
+    }
   }
 }
 
@@ -82,11 +136,20 @@ enum CacheCommand {
   static func info(_ context: Context) async throws -> ToolStatus {
     let format = try context.format()
     let baseURL = try context.baseURL()
-    guard let url = try CacheOptions.location(context, baseURL: baseURL) else {
+    guard let location = try CacheOptions.location(context, baseURL: baseURL) else {
       context.console.note("the address cache is off (--no-cache or CEPIS_CACHE=off)")
       return .success
     }
-    let exists = FileManager.default.fileExists(atPath: url.path)
+    let shown: String
+    let exists: Bool
+    switch location {
+    case .file(let url):
+      shown = url.path
+      exists = FileManager.default.fileExists(atPath: url.path)
+    case .server(let url, let prefix):
+      shown = "\(CacheOptions.displayed(url)) (keys \(prefix)*)"
+      exists = true
+    }
     var statistics: CacheStatistics?
     if exists {
       let cache = try CacheOptions.cache(context, baseURL: baseURL)
@@ -99,7 +162,7 @@ enum CacheCommand {
     switch format {
     case .json, .ndjson:
       let value: JSONValue = [
-        "path": .string(url.path), "exists": .bool(exists),
+        "path": .string(shown), "exists": .bool(exists),
         "bytes": .int(statistics?.bytes ?? 0),
         "entries": .int(editions.reduce(0) { $0 + $1.value }),
         "editions": .object(editions.map { ($0.key, .int($0.value)) }),
@@ -107,7 +170,7 @@ enum CacheCommand {
       ]
       context.console.out(value.rendered + "\n")
     case .text, .csv:
-      var text = "path: \(url.path)\n"
+      var text = "path: \(shown)\n"
       guard exists else {
         context.console.out(text + "empty: nothing cached yet\n")
         return .success
@@ -125,22 +188,29 @@ enum CacheCommand {
 
   static func clear(_ context: Context) async throws -> ToolStatus {
     let baseURL = try context.baseURL()
-    guard let url = try CacheOptions.location(context, baseURL: baseURL) else {
+    guard let location = try CacheOptions.location(context, baseURL: baseURL) else {
       context.console.note("the address cache is off (--no-cache or CEPIS_CACHE=off)")
       return .success
     }
-    guard FileManager.default.fileExists(atPath: url.path) else {
-      context.console.note("nothing to clear at \(url.path)")
-      return .success
+    let shown: String
+    switch location {
+    case .file(let url):
+      shown = url.path
+      guard FileManager.default.fileExists(atPath: url.path) else {
+        context.console.note("nothing to clear at \(url.path)")
+        return .success
+      }
+    case .server(let url, let prefix):
+      shown = "\(CacheOptions.displayed(url)) (keys \(prefix)*)"
     }
     let cache = try CacheOptions.cache(context, baseURL: baseURL)
     let cleared = await cache?.clear() ?? false
     await cache?.close()
     guard cleared else {
-      context.console.error("could not clear \(url.path)")
+      context.console.error("could not clear \(shown)")
       return .failure
     }
-    context.console.note("cleared \(url.path)")
+    context.console.note("cleared \(shown)")
     return .success
   }
 }

@@ -1,0 +1,77 @@
+import CepisMock
+import CepisTestSupport
+import Foundation
+import Testing
+
+/// `--cache redis://…`: the address cache in a Valkey or Redis server, through the `cepis`
+/// binary.
+@Suite("cepis binary: the address cache in a server")
+struct CacheServerTests {
+  #if Valkey
+    @Test(
+      "through redis-server: a repeated lookup costs no request, info counts it, clear removes only the prefix, and the password is never shown",
+      .enabled(if: RedisServer.isAvailable, "redis-server is not installed"))
+    func throughServer() async throws {
+      let redis = try RedisServer(arguments: ["--requirepass", "s3cr3t-pw"])
+      defer { redis.stop() }
+      let cache = ["--cache", "redis://:s3cr3t-pw@127.0.0.1:\(redis.port)/0"]
+      try await withMockServer { server in
+        let url = server.baseURL.absoluteString
+        let first = try await CLI.run(["lookup", "--base-url", url, "01001000"] + cache)
+        #expect(first.status == 0, "\(first.err)")
+        let second = try await CLI.run(["lookup", "--base-url", url, "01001-000"] + cache)
+        #expect(second.status == 0 && second.out == first.out)
+        #expect(CacheCommandTests.lookups(server) == 1)
+        #expect(server.requests.filter { $0.path == "/health" }.count == 1)
+
+        _ = try redis.send(["AUTH", "s3cr3t-pw"])
+        let info = try await CLI.run(
+          ["cache", "info", "--base-url", url, "--format", "json"] + cache)
+        #expect(info.status == 0, "\(info.err)")
+        #expect(info.out.contains(#""entries":1"#), "\(info.out)")
+        #expect(info.out.contains("127.0.0.1:\(redis.port)"))
+
+        let cleared = try await CLI.run(["cache", "clear", "--base-url", url] + cache)
+        #expect(cleared.status == 0, "\(cleared.err)")
+        let after = try await CLI.run(
+          ["cache", "info", "--base-url", url, "--format", "json"] + cache)
+        #expect(after.out.contains(#""entries":0"#), "\(after.out)")
+        for run in [first, second, info, cleared, after] {
+          #expect(!run.out.contains("s3cr3t-pw") && !run.err.contains("s3cr3t-pw"))
+        }
+      }
+    }
+
+    @Test(
+      "a wrong password costs no row: the lookup answers from the network, with a warning that does not show it",
+      .enabled(if: RedisServer.isAvailable, "redis-server is not installed"))
+    func wrongPassword() async throws {
+      let redis = try RedisServer(arguments: ["--requirepass", "right-pw"])
+      defer { redis.stop() }
+      try await withMockServer { server in
+        let run = try await CLI.run(
+          [
+            "lookup", "--base-url", server.baseURL.absoluteString, "01001000",
+            "--cache", "redis://:wrong-pw@127.0.0.1:\(redis.port)",
+          ])
+        #expect(run.status == 0, "\(run.err)")
+        #expect(run.out.contains("01001-000") || run.out.contains("01001000"))
+        #expect(run.err.contains("warning: address cache"), "\(run.err)")
+        #expect(!run.err.contains("wrong-pw") && !run.out.contains("wrong-pw"))
+      }
+    }
+  #else
+    @Test("without the Valkey trait, --cache redis://… is a usage error that names the trait")
+    func withoutTheTrait() async throws {
+      for given in ["redis://127.0.0.1:6379", "rediss://user:pw@cache.internal/1"] {
+        let run = try await CLI.run(["lookup", "01001000", "--cache", given])
+        #expect(run.status != 0)
+        #expect(run.err.contains("Valkey package trait"), "\(run.err)")
+        #expect(!run.err.contains("pw@"))
+      }
+      let fromEnvironment = try await CLI.run(
+        ["lookup", "01001000"], env: ["CEPIS_CACHE": "valkey://127.0.0.1"])
+      #expect(fromEnvironment.err.contains("Valkey package trait"))
+    }
+  #endif
+}
