@@ -96,8 +96,11 @@ public final class RedisServer: @unchecked Sendable {
       process?.signal(SIGKILL)
       _ = process?.exited()
     }
-    // Reaps it.
-    while lock.withLock({ process?.exited() == nil }) { usleep(5_000) }
+    // Reaps it, for at most two seconds: a child some other code reaped first (a
+    // `waitpid(-1)` elsewhere in the process) never reads as ended here, and its port is free
+    // once it is dead, reaped or not.
+    let deadline = Date().addingTimeInterval(2)
+    while lock.withLock({ process?.exited() == nil }), Date() < deadline { usleep(5_000) }
   }
 
   /// Pauses the server (`SIGSTOP`): connections stay open and nothing answers.

@@ -139,6 +139,39 @@ protocol CacheStore: Sendable {
   /// Releases what the store holds open (it opens again when used), after writing what it
   /// keeps pending.
   func close()
+
+  /// Whether answers stored by a bulk run are gathered and written in groups (a file: one
+  /// transaction for many chunks), or each chunk's at once (a server that other processes
+  /// wait on for them).
+  var groupsWrites: Bool { get }
+  /// Whether the store holds claims (``claim(_:edition:seconds:)``): a store that other
+  /// processes ask through at once.
+  var holdsClaims: Bool { get }
+  /// Claims `ceps` of `edition` for this process for `seconds`, so that the other processes
+  /// sharing the store wait for its answers rather than ask for them too; returns those
+  /// claimed (all of them for a store that holds no claims).
+  func claim(_ ceps: [Int], edition: String, seconds: Int) throws -> Set<Int>
+  /// Of `ceps`, those another process holds a claim on.
+  func claimsHeld(_ ceps: [Int], edition: String) throws -> Set<Int>
+  /// Gives up this process's claims on `ceps` (its request failed: others ask for them).
+  func releaseClaims(_ ceps: [Int], edition: String) throws
+}
+
+extension CacheStore {
+  /// Grouped: the file stores' way.
+  var groupsWrites: Bool { waitsForIO }
+
+  /// None held: each process asks for what it misses.
+  var holdsClaims: Bool { false }
+
+  /// Every CEP: a store that holds no claims (memory, a file) lets each process ask.
+  func claim(_ ceps: [Int], edition: String, seconds: Int) throws -> Set<Int> { Set(ceps) }
+
+  /// None.
+  func claimsHeld(_ ceps: [Int], edition: String) throws -> Set<Int> { [] }
+
+  /// Nothing to give up.
+  func releaseClaims(_ ceps: [Int], edition: String) throws {}
 }
 
 /// The in-memory store: at most `capacity` CEPs, the least recently used forgotten first.

@@ -46,9 +46,10 @@ enum CacheOptions {
   /// The options `lookup`, `batch`, `enrich` and `cache` take.
   static let specs: [OptionSpec] = [
     .value(
-      "cache", "PATH",
-      "the address cache file, or a folder for it (env CEPIS_CACHE; default: "
-        + "$XDG_CACHE_HOME/cepis, else ~/.cache/cepis)"),
+      "cache", "PATH|URL",
+      "the address cache file, or a folder for it, or a Valkey/Redis server "
+        + "(redis://[user:pass@]host:port[/db], rediss:// for TLS; the Valkey trait) "
+        + "(env CEPIS_CACHE; default: $XDG_CACHE_HOME/cepis, else ~/.cache/cepis)"),
     .flag("no-cache", "ask the network for everything; keep nothing (CEPIS_CACHE=off too)"),
   ]
 

@@ -43,6 +43,49 @@ struct CacheServerTests {
     }
 
     @Test(
+      "four enrich processes started together on one file through one server: each chunk asked about once in all, every row right",
+      .enabled(if: RedisServer.isAvailable, "redis-server is not installed"))
+    func fourProcessesOneServer() async throws {
+      let redis = try RedisServer()
+      defer { redis.stop() }
+      try await withMockServer { server in
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // 12,000 rows, 3,000 distinct CEPs (each four times, spread out): the file at
+        // a tenth of its size.
+        let distinct = EnrichCacheTests.existing(0..<3_000)
+        let ceps = distinct + distinct.reversed() + distinct + distinct.reversed()
+        let input = directory.appendingPathComponent("in.csv")
+        try Data(EnrichCacheTests.csv(ceps).utf8).write(to: input)
+        let url = server.baseURL.absoluteString
+        // The fleet has run before: the edition is known.
+        let warm = try await CLI.run(
+          ["lookup", "--base-url", url, "10000000", "--cache", "redis://127.0.0.1:\(redis.port)"])
+        #expect(warm.status == 0, "\(warm.err)")
+        let csvBefore = EnrichCacheTests.count(server, "/csv")
+        let outputs = (0..<4).map { directory.appendingPathComponent("out-\($0).csv") }
+        let running = try outputs.map { output in
+          try CLI.start(
+            [
+              "enrich", input.path, "-o", output.path, "--base-url", url,
+              "--cache", "redis://127.0.0.1:\(redis.port)",
+            ])
+        }
+        for (process, run) in running.enumerated() {
+          let result = try await run.wait(timeout: 120)
+          #expect(result.status == 0, "process \(process): \(result.err)")
+          #expect(!result.err.contains("warning"), "process \(process): \(result.err)")
+        }
+        for output in outputs { try EnrichCacheTests.check(output, ceps: ceps, server: server) }
+        let minimum = (distinct.count + 499) / 500
+        let sent = EnrichCacheTests.count(server, "/csv") - csvBefore
+        #expect(sent >= minimum)
+        #expect(
+          Double(sent) <= 1.25 * Double(minimum), "\(sent) /csv requests for \(minimum) chunks")
+      }
+    }
+
+    @Test(
       "a wrong password costs no row: the lookup answers from the network, with a warning that does not show it",
       .enabled(if: RedisServer.isAvailable, "redis-server is not installed"))
     func wrongPassword() async throws {

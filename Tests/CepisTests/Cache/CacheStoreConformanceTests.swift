@@ -179,4 +179,30 @@ struct CacheStoreConformanceTests {
       #expect(overLimit == 0)
     }
   }
+
+  @Test(
+    "claims: a store that holds them hands each CEP of an edition to one claimer until given up; one that holds none hands every CEP to all",
+    arguments: StoreUnderTest.all)
+  func claims(store: StoreUnderTest) async throws {
+    try await with(store) { cache in
+      let ceps = Array(6_000_000..<6_000_050)
+      #expect(try cache.claim(ceps, edition: "2026-11", seconds: 30) == Set(ceps))
+      let again = try cache.claim(ceps + [6_100_000], edition: "2026-11", seconds: 30)
+      guard cache.holdsClaims else {
+        #expect(again == Set(ceps + [6_100_000]))
+        #expect(try cache.claimsHeld(ceps, edition: "2026-11").isEmpty)
+        return
+      }
+      #expect(again == [6_100_000])
+      #expect(try cache.claimsHeld(ceps, edition: "2026-11") == Set(ceps))
+      // Claims are per edition.
+      #expect(try cache.claim(ceps, edition: "2026-12", seconds: 30) == Set(ceps))
+      try cache.releaseClaims(ceps, edition: "2026-11")
+      #expect(try cache.claimsHeld(ceps, edition: "2026-11").isEmpty)
+      #expect(try cache.claim(ceps, edition: "2026-11", seconds: 30) == Set(ceps))
+      // Claims are not entries.
+      #expect(try cache.entries(for: ceps, now: now).isEmpty)
+      #expect(try cache.statistics().entriesPerEdition.isEmpty)
+    }
+  }
 }

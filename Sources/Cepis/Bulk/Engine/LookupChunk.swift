@@ -116,9 +116,36 @@ struct CachedChunk: Sendable {
     return (answers, hits)
   }
 
-  /// The answers of a request for `numbers`, stored; or the kept addresses that stand in
-  /// when it fails.
+  /// The answers for `numbers`: with a store other processes share, those whose claim this
+  /// process won are asked for, and the others are awaited from their claimers (and asked
+  /// for, when a claimer gives up or dies); otherwise all are asked for.
   func request(_ numbers: [Int], through sender: ChunkSender) async -> [ChunkAnswer] {
+    guard let live = await edition.value.live else {
+      return await ask(numbers, through: sender)
+    }
+    let mine = await cache.claim(numbers, edition: live)
+    guard mine.count < numbers.count else { return await ask(numbers, through: sender) }
+    let theirs = numbers.filter { !mine.contains($0) }
+    let claimed = numbers.filter { mine.contains($0) }
+    async let asked = claimed.isEmpty ? [] : ask(claimed, through: sender)
+    let arrived = await cache.answersClaimedElsewhere(theirs, edition: live)
+    let missing = theirs.filter { arrived[$0] == nil }
+    let late = missing.isEmpty ? [] : await ask(missing, through: sender)
+    var answers: [Int: ChunkAnswer] = [:]
+    for (number, answer) in zip(claimed, await asked) { answers[number] = answer }
+    for (number, answer) in zip(missing, late) { answers[number] = answer }
+    var hits = 0
+    for (number, kept) in arrived {
+      answers[number] = kept.map(ChunkAnswer.found) ?? .notFound
+      hits += 1
+    }
+    if hits > 0 { Client.record(.cache(.hit, count: hits)) }
+    return numbers.map { answers[$0] ?? .missed }
+  }
+
+  /// The answers of a request for `numbers`, stored; or the kept addresses that stand in
+  /// when it fails (and this process's claims on them given up).
+  private func ask(_ numbers: [Int], through sender: ChunkSender) async -> [ChunkAnswer] {
     let live = await edition.value.live
     switch await ChunkRequest.fetch(numbers, through: sender, cacheMissed: true) {
     case .success(let found):
@@ -128,6 +155,7 @@ struct CachedChunk: Sendable {
       }
       return found.map { $0.map(ChunkAnswer.found) ?? .notFound }
     case .failure(let error):
+      if let live { await cache.releaseClaims(numbers, edition: live) }
       let kept = Task.isCancelled ? [:] : await cache.anyEntries(for: numbers)
       var stale = 0
       let answers = numbers.map { number -> ChunkAnswer in

@@ -166,6 +166,46 @@
       deliver: (_ answers: [PreloadedAnswer], _ total: Int) -> Bool
     ) throws -> Bool { false }
 
+    // MARK: Claims: one ask per CEP across the fleet
+
+    /// Not grouped: other processes may wait on a chunk's answers.
+    var groupsWrites: Bool { false }
+
+    /// Held: the fleet asks each CEP once.
+    var holdsClaims: Bool { true }
+
+    /// `SET P~claim:<edition>:<cep> 1 NX EX seconds` for each CEP, pipelined.
+    func claim(_ ceps: [Int], edition: String, seconds: Int) throws -> Set<Int> {
+      guard !ceps.isEmpty else { return [] }
+      let commands: [any ValkeyCommand] = ceps.map { cep in
+        SET(
+          ValkeyKey(keys.claim(cep, edition: edition)), value: "1", condition: .nx,
+          expiration: .seconds(max(1, seconds)))
+      }
+      let replies = try run { [client] in await client.execute(commands) }
+      var claimed: Set<Int> = []
+      for (cep, reply) in zip(ceps, replies) {
+        let token = try checked { try reply.get() }
+        // `OK` when set, a null when another process holds the claim.
+        if (try? token.decode(as: String?.self)) != nil { claimed.insert(cep) }
+      }
+      return claimed
+    }
+
+    func claimsHeld(_ ceps: [Int], edition: String) throws -> Set<Int> {
+      guard !ceps.isEmpty else { return [] }
+      let keys = ceps.map { ValkeyKey(self.keys.claim($0, edition: edition)) }
+      let reply = try run { [client] in try await client.execute(MGET(keys: keys)) }
+      let values = try checked { try reply.decode(as: [String?].self) }
+      return Set(zip(ceps, values).compactMap { $0.1 == nil ? nil : $0.0 })
+    }
+
+    func releaseClaims(_ ceps: [Int], edition: String) throws {
+      guard !ceps.isEmpty else { return }
+      let keys = ceps.map { ValkeyKey(self.keys.claim($0, edition: edition)) }
+      _ = try run { [client] in try await client.execute(UNLINK(keys: keys)) }
+    }
+
     // MARK: The whole prefix
 
     /// Entries per edition found by a `SCAN` of the prefix, which stops after

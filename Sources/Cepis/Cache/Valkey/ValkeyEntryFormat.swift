@@ -84,7 +84,8 @@ enum ValkeyEntryFormat {
 /// - `P<edition>:<cep>`: one entry, its CEP as eight digits (`cepis:2026-11:01001000`);
 /// - `P~editions`: a hash of the editions stored, each with when an entry of it was last
 ///   stored (milliseconds), for the stale answers' reads and ``CacheStore/hasEntries(of:)``;
-/// - `P~live`: the edition mark, shared by the fleet (``EditionMark``).
+/// - `P~live`: the edition mark, shared by the fleet (``EditionMark``);
+/// - `P~claim:<edition>:<cep>`: a process's claim to ask for the CEP, for a few seconds.
 ///
 /// Every key expires (the entry time-to-live), so the keyspace holds at most the editions of
 /// that span.
@@ -98,6 +99,10 @@ struct ValkeyKeys: Sendable {
   var editions: String { "\(prefix)~editions" }
   /// The edition mark.
   var live: String { "\(prefix)~live" }
+  /// A process's claim on `cep` of `edition`.
+  func claim(_ cep: Int, edition: String) -> String {
+    "\(prefix)~claim:\(edition):\(cepDigits(cep))"
+  }
   /// The pattern that matches every key of the cache (`SCAN`).
   var pattern: String { Self.escapedForPattern(prefix) + "*" }
 

@@ -26,14 +26,22 @@
       return run.statistics
     }
 
+    /// `body` with a server of its own, a fresh key prefix, and CepisMock.
+    @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
+    static func withFleet(
+      _ body: (ValkeyTestServer, String, MockServer) async throws -> Void
+    ) async throws {
+      let valkey = try ValkeyTestServer()
+      let prefix = ValkeyTestServer.freshPrefix()
+      try await withMockServer { server in try await body(valkey, prefix, server) }
+    }
+
     @Test(
       "two processes on one server: the second asks neither /health nor /csv, and answers the same",
       arguments: testedTransportKinds)
     func fleetSharesAnswersAndEdition(transport: Transport.Kind) async throws {
       guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
-      let valkey = try ValkeyTestServer()
-      let prefix = ValkeyTestServer.freshPrefix()
-      try await withMockServer { server in
+      try await Self.withFleet { valkey, prefix, server in
         let rows = BulkStreamEndToEndTests.customers()
         let distinct = BulkStreamEndToEndTests.distinctValid(rows).count
         let chunks = (distinct + Client.maxBatch - 1) / Client.maxBatch
@@ -63,6 +71,34 @@
       }
     }
 
+    @Test(
+      "four clients started together on one file: each CEP asked about once across them, every row right",
+      arguments: testedTransportKinds)
+    func fourAtOnce(transport: Transport.Kind) async throws {
+      guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+      try await Self.withFleet { valkey, prefix, server in
+        // 6,000 distinct existing CEPs, each row once, in the same order for all four.
+        let rows = (0..<6_000).map { Customer(id: $0, cep: String(10_000_000 + $0 * 17)) }
+        let minimum = (rows.count + Client.maxBatch - 1) / Client.maxBatch
+        // The edition first, as a fleet that has run for a while knows it.
+        _ = try await cachedClient(server, transport, cache: valkey.cache(prefix: prefix)).health()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+          for _ in 0..<4 {
+            group.addTask {
+              let cache = valkey.cache(prefix: prefix)
+              _ = try await Self.checkedRun(
+                cachedClient(server, transport, cache: cache), rows, server)
+              #expect(cache.warnings.isEmpty, "\(cache.warnings)")
+            }
+          }
+          try await group.waitForAll()
+        }
+        let csv = LookupsCacheTests.count(server, .csv)
+        #expect(csv >= minimum)
+        #expect(Double(csv) <= 1.25 * Double(minimum), "\(csv) /csv requests for \(minimum) chunks")
+      }
+    }
+
     @Test("a server down at the start costs no row: one warning, every row from the network")
     func downAtStart() async throws {
       guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
@@ -86,7 +122,8 @@
       guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
       let valkey = try ValkeyTestServer()
       try await withMockServer { server in
-        let rows = BulkStreamEndToEndTests.customers()
+        // Forty chunks: most are still to be read and written when the server dies.
+        let rows = (0..<20_000).map { Customer(id: $0, cep: String(10_000_000 + $0 * 17)) }
         let cache = valkey.cache(operationTimeout: 2, retryInterval: 0.2)
         let client = cachedClient(server, .urlSession, cache: cache)
         var iterator = client.lookups(AsyncRows(rows), cep: { $0.cep }).makeAsyncIterator()
@@ -138,9 +175,7 @@
     @Test("values of the wrong type or another format are misses with one warning, never misread")
     func wrongTypeAndForeignValues() async throws {
       guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
-      let valkey = try ValkeyTestServer()
-      let prefix = ValkeyTestServer.freshPrefix()
-      try await withMockServer { server in
+      try await Self.withFleet { valkey, prefix, server in
         let client = cachedClient(server, .urlSession, cache: valkey.cache(prefix: prefix))
         let edition = try await client.health().dne
         // Another program's string under an entry key, and a list where a string belongs.

@@ -82,6 +82,17 @@
         edition: edition, limit: limit, now: now, batchSize: batchSize, deliver: deliver)
     }
     func close() { store.close() }
+    var groupsWrites: Bool { store.groupsWrites }
+    var holdsClaims: Bool { store.holdsClaims }
+    func claim(_ ceps: [Int], edition: String, seconds: Int) throws -> Set<Int> {
+      try store.claim(ceps, edition: edition, seconds: seconds)
+    }
+    func claimsHeld(_ ceps: [Int], edition: String) throws -> Set<Int> {
+      try store.claimsHeld(ceps, edition: edition)
+    }
+    func releaseClaims(_ ceps: [Int], edition: String) throws {
+      try store.releaseClaims(ceps, edition: edition)
+    }
   }
 
   /// The stores of the `Valkey` trait, for the conformance suite.
