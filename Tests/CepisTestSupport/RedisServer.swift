@@ -48,14 +48,40 @@ public final class RedisServer: @unchecked Sendable {
   private let lock = NSLock()
   private var process: ChildProcess?
 
-  /// Starts a server on a free loopback port, with `arguments` added to its command line.
-  public init(arguments: [String] = []) throws {
+  /// A certificate and key (PEM) for a server that speaks TLS only.
+  public struct TLSIdentity: Sendable {
+    /// The server's certificate chain, in PEM.
+    public var certificatePEM: String
+    /// Its private key, in PEM.
+    public var privateKeyPEM: String
+
+    /// An identity of `certificatePEM` and `privateKeyPEM`.
+    public init(certificatePEM: String, privateKeyPEM: String) {
+      self.certificatePEM = certificatePEM
+      self.privateKeyPEM = privateKeyPEM
+    }
+  }
+
+  /// Starts a server on a free loopback port, with `arguments` added to its command line;
+  /// with `tls`, the port speaks TLS only (clients are not asked for certificates).
+  public init(arguments: [String] = [], tls: TLSIdentity? = nil) throws {
     guard let executable = Self.executable else { throw Missing() }
     port = try Self.freePort()
     folder = FileManager.default.temporaryDirectory.appendingPathComponent(
       "cepis-redis-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    extraArguments = arguments
+    var extra = arguments
+    if let tls {
+      let certificate = folder.appendingPathComponent("server.pem")
+      let key = folder.appendingPathComponent("server.key")
+      try Data(tls.certificatePEM.utf8).write(to: certificate)
+      try Data(tls.privateKeyPEM.utf8).write(to: key)
+      extra += [
+        "--port", "0", "--tls-port", String(port), "--tls-cert-file", certificate.path,
+        "--tls-key-file", key.path, "--tls-auth-clients", "no",
+      ]
+    }
+    extraArguments = extra
     try start(executable)
   }
 
@@ -121,17 +147,36 @@ public final class RedisServer: @unchecked Sendable {
     try? FileManager.default.removeItem(at: folder)
   }
 
-  /// Runs `redis-cli`-free commands: sends `command` (RESP) and returns the raw reply (tests
-  /// that plant values another program would write).
-  public func send(_ arguments: [String]) throws -> String {
-    var request = "*\(arguments.count)\r\n"
-    for argument in arguments { request += "$\(argument.utf8.count)\r\n\(argument)\r\n" }
+  /// Sends `arguments` as one command (RESP), after `AUTH` as `user` when given, on a
+  /// connection of its own, and returns the raw replies (tests that plant or look for keys
+  /// without a client).
+  public func send(_ arguments: [String], as user: (name: String, password: String)? = nil) throws
+    -> String
+  {
+    func encoded(_ arguments: [String]) -> String {
+      var request = "*\(arguments.count)\r\n"
+      for argument in arguments { request += "$\(argument.utf8.count)\r\n\(argument)\r\n" }
+      return request
+    }
+    var request = encoded(arguments)
+    if let user { request = encoded(["AUTH", user.name, user.password]) + request }
     let socket = try Self.connect(port: port)
     defer { close(socket) }
+    // A server that does not answer fails the read after five seconds, never hangs the test.
+    var limit = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     _ = request.withCString { write(socket, $0, strlen($0)) }
+    var replies = ""
     var buffer = [UInt8](repeating: 0, count: 4_096)
-    let count = read(socket, &buffer, buffer.count)
-    return String(decoding: buffer.prefix(max(0, count)), as: UTF8.self)
+    // Both replies, when AUTH went first: read until the command's own has arrived (a reply
+    // line ends in CR LF; counted in bytes, as `Character` takes CR LF as one).
+    let expected = user == nil ? 1 : 2
+    while replies.utf8.filter({ $0 == 10 }).count < expected {
+      let count = read(socket, &buffer, buffer.count)
+      guard count > 0 else { break }
+      replies += String(decoding: buffer.prefix(count), as: UTF8.self)
+    }
+    return replies
   }
 
   // MARK: Sockets

@@ -379,8 +379,10 @@ public final class AddressCache: Sendable {
   }
 
   /// How long a claim on a chunk's CEPs holds (seconds): another process waits at most this
-  /// long for the claimer's answers before it asks for them itself.
-  static let claimSeconds = 10
+  /// long for the claimer's answers before it asks for them itself. It covers a chunk's
+  /// request with its retries on a loaded machine; a claimer that fails gives its claims up at
+  /// once, so only a process that dies holds the others back this long.
+  static let claimSeconds = 30
 
   /// Claims `ceps` of `edition` for this process (see ``CacheStore/claim(_:edition:seconds:)``);
   /// every CEP when the store cannot be reached (this process then asks for them).

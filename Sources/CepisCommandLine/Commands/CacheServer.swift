@@ -25,7 +25,8 @@ enum CacheServer {
       }
       let client = try client(url, context: context)
       Task { await client.run() }
-      return .valkey(client, keyPrefix: keyPrefix, onWarning: onWarning)
+      // Two seconds: a short-lived process's first operation includes connecting (and TLS).
+      return .valkey(client, keyPrefix: keyPrefix, operationTimeout: 2, onWarning: onWarning)
     #else
       throw UsageError(
         message: "--cache \(url.scheme ?? "redis")://… needs a cepis built with the Valkey "

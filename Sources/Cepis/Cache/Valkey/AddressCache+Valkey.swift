@@ -44,7 +44,7 @@
     public static func valkey(
       _ client: ValkeyClient, keyPrefix: String = "cepis:",
       entryTimeToLive: TimeInterval = AddressCache.twoDNECycles,
-      operationTimeout: TimeInterval = 0.5, revalidateEvery: TimeInterval = 3_600,
+      operationTimeout: TimeInterval = 1, revalidateEvery: TimeInterval = 3_600,
       onWarning: (@Sendable (String) -> Void)? = nil
     ) -> AddressCache {
       AddressCache(

@@ -36,6 +36,8 @@
     /// How long an outage lets every operation fail at once before the server is tried again.
     let retryInterval: TimeInterval
     private let health: ValkeyOutage
+    /// Where the tasks that wait for the server run: off the cooperative pool.
+    private let executor = QueueTaskExecutor(label: "cepis-valkey-cache")
 
     /// A store on `client` under `keyPrefix`.
     init(
@@ -65,7 +67,9 @@
       var unreadable = 0
       for (edition, reply) in zip(editions, replies) {
         let values = try checked { try reply.get().decode(as: [String?].self) }
-        guard values.count == ceps.count else { throw ValkeyStoreFailure.unexpectedReply }
+        guard values.count == ceps.count else {
+          throw health.failed(ValkeyStoreFailure.unexpectedReply, retryInterval: retryInterval)
+        }
         for (cep, value) in zip(ceps, values) {
           guard let value else { continue }
           guard let entry = ValkeyEntryFormat.decode(value[...], cep: cep, edition: edition) else {
@@ -174,7 +178,9 @@
     /// Held: the fleet asks each CEP once.
     var holdsClaims: Bool { true }
 
-    /// `SET P~claim:<edition>:<cep> 1 NX EX seconds` for each CEP, pipelined.
+    /// `SET P~claim:<edition>:<cep> 1 NX EX seconds` for each CEP, in one transaction
+    /// (`MULTI`/`EXEC`): two processes that claim the same chunk at once never split it, one
+    /// wins it all.
     func claim(_ ceps: [Int], edition: String, seconds: Int) throws -> Set<Int> {
       guard !ceps.isEmpty else { return [] }
       let commands: [any ValkeyCommand] = ceps.map { cep in
@@ -182,7 +188,7 @@
           ValkeyKey(keys.claim(cep, edition: edition)), value: "1", condition: .nx,
           expiration: .seconds(max(1, seconds)))
       }
-      let replies = try run { [client] in await client.execute(commands) }
+      let replies = try run { [client] in try await client.transaction(commands) }
       var claimed: Set<Int> = []
       for (cep, reply) in zip(ceps, replies) {
         let token = try checked { try reply.get() }
@@ -261,7 +267,7 @@
     private func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
       try health.admit(retryInterval: retryInterval)
       do {
-        let value = try waitFor(timeout: operationTimeout, body)
+        let value = try waitFor(timeout: operationTimeout, on: executor, body)
         health.succeeded()
         return value
       } catch {
@@ -279,14 +285,16 @@
     }
   }
 
-  /// Waits on this (non-pool) thread for `body`, run as a task, at most `timeout` seconds; the
-  /// task is cancelled when the deadline passes.
+  /// Waits on this (non-pool) thread for `body`, run as a task on `executor`, at most `timeout`
+  /// seconds; the task is cancelled when the deadline passes.
+  @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
   private func waitFor<T: Sendable>(
-    timeout: TimeInterval, _ body: @escaping @Sendable () async throws -> T
+    timeout: TimeInterval, on executor: QueueTaskExecutor,
+    _ body: @escaping @Sendable () async throws -> T
   ) throws -> T {
     let done = DispatchSemaphore(value: 0)
     let result = LockedValue<Result<T, any Error>?>(nil)
-    let task = Task {
+    let task = Task(executorPreference: executor) {
       let outcome: Result<T, any Error>
       do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
       result.withLock { $0 = outcome }

@@ -21,7 +21,11 @@
       client = ValkeyClient(
         .hostname("127.0.0.1", port: server.port), configuration: configuration,
         logger: Logger(label: "cepis.tests.valkey") { _ in SwiftLogNoOpLogHandler() })
-      runner = Task { [client] in await client.run() }
+      // Off the cooperative pool: the conformance suite blocks a pool thread while a store
+      // waits for the server, and the client's connections must not need one.
+      runner = Task(executorPreference: QueueTaskExecutor(label: "cepis-tests-valkey")) {
+        [client] in await client.run()
+      }
     }
 
     deinit {
