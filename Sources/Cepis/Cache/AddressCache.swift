@@ -193,7 +193,7 @@ public final class AddressCache: Sendable {
   // MARK: The store, off the cooperative pool
 
   /// The store, opening the file (or falling back to memory) on first use.
-  private func resolvedStore() -> any CacheStore {
+  func resolvedStore() -> any CacheStore {
     let (store, warning) = backend.withLock { backend -> (any CacheStore, String?) in
       switch backend {
       case .ready(let store):
@@ -222,7 +222,7 @@ public final class AddressCache: Sendable {
 
   /// Runs `body` on the store: on the cache's queue for a file, in place in memory. An error
   /// becomes a warning and `nil`.
-  private func perform<T: Sendable>(
+  func perform<T: Sendable>(
     _ what: String, _ body: @escaping @Sendable (any CacheStore) throws -> T
   ) async -> T? {
     let store = resolvedStore()
@@ -378,58 +378,6 @@ public final class AddressCache: Sendable {
     await writeBehind.add(entries, edition: edition, now: now, to: store)
   }
 
-  /// How long a claim on a chunk's CEPs holds (seconds): another process waits at most this
-  /// long for the claimer's answers before it asks for them itself. It covers a chunk's
-  /// request with its retries on a loaded machine; a claimer that fails gives its claims up at
-  /// once, so only a process that dies holds the others back this long.
-  static let claimSeconds = 30
-
-  /// Claims `ceps` of `edition` for this process (see ``CacheStore/claim(_:edition:seconds:)``);
-  /// every CEP when the store cannot be reached (this process then asks for them).
-  func claim(_ ceps: [Int], edition: String) async -> Set<Int> {
-    // No trip to a file's queue (it would write the grouped answers at every chunk).
-    guard resolvedStore().holdsClaims else { return Set(ceps) }
-    return await perform("claim CEPs") {
-      try $0.claim(ceps, edition: edition, seconds: Self.claimSeconds)
-    }
-      ?? Set(ceps)
-  }
-
-  /// Gives up this process's claims on `ceps`.
-  func releaseClaims(_ ceps: [Int], edition: String) async {
-    _ = await perform("release claims") { try $0.releaseClaims(ceps, edition: edition) }
-  }
-
-  /// The answers of `edition` for `ceps` that other processes claimed, as they arrive in the
-  /// store (as the batch path serves them); stops waiting for a CEP once no claim on it is
-  /// held (its claimer failed or died) or after ``claimSeconds``. The CEPs missing from the
-  /// result are this process's to ask for.
-  func answersClaimedElsewhere(_ ceps: [Int], edition: String) async -> [Int: Address?] {
-    var pending = ceps
-    var found: [Int: Address?] = [:]
-    let deadline = monotonicNow() + Double(Self.claimSeconds) + 1
-    while !pending.isEmpty, monotonicNow() < deadline, !Task.isCancelled {
-      try? await Task.sleep(nanoseconds: 50_000_000)
-      for (cep, answer) in await batchAnswers(for: pending, edition: edition) {
-        found[cep] = answer
-      }
-      pending.removeAll { found[$0] != nil }
-      guard !pending.isEmpty else { break }
-      let asked = pending
-      let held =
-        await perform("read claims") { try $0.claimsHeld(asked, edition: edition) } ?? []
-      // Answers stored just before their claim was given up: one more read.
-      let released = pending.filter { !held.contains($0) }
-      if !released.isEmpty {
-        for (cep, answer) in await batchAnswers(for: released, edition: edition) {
-          found[cep] = answer
-        }
-      }
-      pending.removeAll { found[$0] != nil || !held.contains($0) }
-    }
-    return found
-  }
-
   /// Returns once every store queued before the call is written (or failed, with a warning).
   package func drainStores() async {
     let store = resolvedStore()
@@ -454,11 +402,6 @@ public final class AddressCache: Sendable {
     edition.forget()
     front?.forgetAll()
     return await perform("be cleared") { try $0.clear() } != nil
-  }
-
-  /// Seconds on a monotonic clock.
-  private func monotonicNow() -> Double {
-    Double(DispatchTime.now().uptimeNanoseconds) / 1e9
   }
 
   /// Closes the file (it opens again when needed), writing pending recency first.
