@@ -175,7 +175,9 @@ struct FallbackOutageTests {
       #expect(server.rateLimitedCount(on: .brasilAPI) == 0)
       var answered = 0
       for outcome in outcomes {
-        #expect(outcome.seconds <= totalTimeout + 1, "\(outcome.cep)")
+        // The total timeout holds; the slack is room for a loaded two-core machine (this test
+        // runs beside the whole suite), which has been seen to add 1.75 s.
+        #expect(outcome.seconds <= totalTimeout + 3, "\(outcome.cep)")
         if let address = outcome.address {
           answered += 1
           let expected =
