@@ -109,7 +109,7 @@ struct SQLiteCacheFile: Sendable {
       guard tables == 0 else { return "it is not a Cepis cache" }
       // Only effective before the first table exists: lets the file shrink after evictions.
       try db.run("PRAGMA auto_vacuum = INCREMENTAL")
-      try db.run("PRAGMA journal_mode = WAL")
+      try Self.switchToWAL(db)
       try db.writeTransaction {
         // Another process may have created it meanwhile.
         version = try db.integer("PRAGMA user_version")
@@ -134,9 +134,27 @@ struct SQLiteCacheFile: Sendable {
     return nil
   }
 
+  /// `PRAGMA journal_mode = WAL`, tried again for up to two seconds while the file is busy:
+  /// the switch needs a moment of exclusive access that SQLite's busy timeout does not wait
+  /// for, and several processes may open the file at once.
+  private static func switchToWAL(_ db: SQLiteConnection) throws {
+    var attempt = 0
+    while true {
+      do {
+        try db.run("PRAGMA journal_mode = WAL")
+        return
+      } catch let error as SQLiteError
+        where (error.code == SQLiteCode.busy || error.code == SQLiteCode.locked) && attempt < 100
+      {
+        attempt += 1
+        usleep(20_000)
+      }
+    }
+  }
+
   /// Sets up a connection to a file of this schema.
   private func configure(_ db: SQLiteConnection) throws {
-    try db.run("PRAGMA journal_mode = WAL")
+    try Self.switchToWAL(db)
     // A committed transaction survives the process being killed (`kill -9`); only a power
     // loss may take back the last ones, which a cache can afford.
     try db.run("PRAGMA synchronous = NORMAL")
