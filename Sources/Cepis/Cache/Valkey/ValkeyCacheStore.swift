@@ -307,7 +307,6 @@
     switch result.withLock({ $0 }) {
     case .success(let value)?: return value
     case .failure(let error as ValkeyStoreFailure)?: throw error
-    case .failure(let error as ValkeyClientError)?: throw ValkeyStoreFailure.client("\(error)")
     case .failure(let error)?: throw ValkeyStoreFailure.client("\(error)")
     case nil: throw ValkeyStoreFailure.unexpectedReply
     }
