@@ -119,7 +119,13 @@ let package = Package(
     // `package`.
     .target(
       name: "CepisHTTP",
-      dependencies: ["CepisSupport", asyncHTTPClient] + nioForTransport + observability),
+      dependencies: ["CepisSupport", asyncHTTPClient] + nioForTransport + observability
+        + [
+          // Reads a refused server certificate to say why it was refused (TLSDiagnosis).
+          .product(
+            name: "X509", package: "swift-certificates",
+            condition: .when(traits: ["AsyncHTTPClient"]))
+        ]),
     // One of each small tool the modules share (`package` access only, not a product): the lock
     // type and the CSV field writer.
     .target(name: "CepisSupport"),
@@ -175,6 +181,9 @@ let package = Package(
       name: "CepisHTTPTests",
       dependencies: [
         "CepisHTTP", "CepisMock", "CepisSupport", "CepisTestSupport", asyncHTTPClient,
+        .product(
+          name: "X509", package: "swift-certificates", condition: .when(traits: ["AsyncHTTPClient"])
+        ),
       ]),
     .testTarget(
       name: "CepisTests",

@@ -18,7 +18,8 @@ package struct TLSRejection: Error, Sendable, Equatable {
     /// The certificate is not for server authentication (its extended key usage).
     case purpose
     /// The certificate was refused, and the TLS library does not say why (swift-nio-ssl
-    /// reports an unknown authority, an expired certificate and one for another purpose alike).
+    /// reports an unknown authority, an expired certificate and one for another purpose alike;
+    /// `TLSDiagnosis` names it where it can follow the connection's route).
     case untrusted
     /// The server answered the handshake with something other than TLS (plain HTTP, say).
     case notTLS

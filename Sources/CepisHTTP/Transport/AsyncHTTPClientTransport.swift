@@ -192,9 +192,16 @@
 
     /// Sends `request` once (see ``HTTPTransport``).
     package func send(_ request: HTTPRequest, timeout: TimeInterval) async throws -> HTTPResponse {
-      configuredByCepis && !nestsSpans(for: request.url)
-        ? try await sendThroughDelegate(request, timeout: timeout)
-        : try await sendThroughAsyncAPI(request, timeout: timeout)
+      do {
+        return configuredByCepis && !nestsSpans(for: request.url)
+          ? try await sendThroughDelegate(request, timeout: timeout)
+          : try await sendThroughAsyncAPI(request, timeout: timeout)
+      } catch let rejection as TLSRejection where configuredByCepis {
+        // A client Cepis configured goes where `proxy(for:)` says: the diagnosis can follow.
+        throw await TLSDiagnosis.diagnose(
+          rejection, url: request.url, proxy: proxy(for: request.url),
+          group: client.eventLoopGroup, timeout: min(timeout, 10))
+      }
     }
 
     /// Whether the request goes the async API's way so that AsyncHTTPClient's own span is a

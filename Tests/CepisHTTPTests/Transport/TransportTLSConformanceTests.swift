@@ -43,7 +43,8 @@
         #expect(
           outcome.failure == .network(expectedTLSMessage(kind, profile, trusted: true)),
           "\(outcome)")
-        #expect(mock.relay.acceptedConnections == 1)
+        #expect(
+          mock.relay.acceptedConnections == connectionsForRejection(kind, profile, trusted: true))
         #expect(mock.server.requests.isEmpty)
       }
     }
@@ -62,7 +63,8 @@
         #expect(
           outcome.failure == .network(expectedTLSMessage(kind, .valid, trusted: false)),
           "\(outcome)")
-        #expect(mock.relay.acceptedConnections == 1)
+        #expect(
+          mock.relay.acceptedConnections == connectionsForRejection(kind, .valid, trusted: false))
         #expect(mock.server.requests.isEmpty)
       }
     }
@@ -94,6 +96,34 @@
         let response = try await executor.perform(cepRequest(mock.baseURL))
         #expect(response.status == 200)
         #expect(proxy.relayed == ["CONNECT localhost:\(mock.relay.port)"])
+      }
+    }
+  }
+
+  extension TransportTLSConformanceTests {
+    @Test(
+      "a refused certificate through a CONNECT proxy: the same words as direct, no request",
+      arguments: trustRootsTransportKinds,
+      [MockCertificateAuthority.Profile.expired, .clientAuthOnly])
+    func rejectedThroughProxy(
+      kind: Transport.Kind, profile: MockCertificateAuthority.Profile
+    ) async throws {
+      try await withTLSMock(profile: profile) { mock in
+        let proxy = try ForwardProxy(upstreamPort: mock.relay.port)
+        defer { proxy.stop() }
+        let settings = ProxySettings(environment: ["https_proxy": proxy.url])
+        let executor = try tlsExecutor(
+          kind, trustRoots: mock.trustRoots, maxAttempts: 3, proxy: settings)
+        let (outcome, _) = await measure { try await executor.perform(cepRequest(mock.baseURL)) }
+        #expect(
+          outcome.failure == .network(expectedTLSMessage(kind, profile, trusted: true)),
+          "\(outcome)")
+        let connections = connectionsForRejection(kind, profile, trusted: true)
+        #expect(mock.relay.acceptedConnections == connections)
+        #expect(
+          proxy.relayed
+            == Array(repeating: "CONNECT localhost:\(mock.relay.port)", count: connections))
+        #expect(mock.server.requests.isEmpty)
       }
     }
   }
