@@ -56,6 +56,27 @@ extension AddressCache {
     return found
   }
 
+  /// The edition mark as the store keeps it, shared with every process using the store, and
+  /// for a store that holds claims, the claim on the fleet's check.
+  var sharedMark: EditionTracker.SharedMark {
+    var mark = EditionTracker.SharedMark(
+      read: { [self] in await perform("read the edition") { try $0.editionMark() } ?? nil },
+      record: { [self] mark in
+        _ = await perform("record the edition") { try $0.setEditionMark(mark) }
+      })
+    guard resolvedStore().holdsClaims else { return mark }
+    mark.claimCheck = { [self] () async -> Bool in
+      let claimed = await perform("claim the edition check") { store -> Bool in
+        try store.claimEditionCheck(seconds: EditionTracker.fleetCheckSeconds)
+      }
+      return claimed ?? true
+    }
+    mark.releaseCheck = { [self] in
+      _ = await perform("release the edition check") { try $0.releaseEditionCheck() }
+    }
+    return mark
+  }
+
   /// Seconds on a monotonic clock.
   private func monotonicNow() -> Double {
     Double(DispatchTime.now().uptimeNanoseconds) / 1e9

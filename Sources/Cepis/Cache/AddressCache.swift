@@ -250,7 +250,9 @@ public final class AddressCache: Sendable {
 
   /// Asks `client.health()` for the live edition now, whatever the interval (the bulk
   /// engine calls it once at the start of each run), and records it; concurrent callers share
-  /// one request. When `/health` fails, the last edition seen (`nil` if none) is returned.
+  /// one request, and processes sharing a server's store share one check that started within
+  /// ``EditionTracker/fleetCheckSeconds``. When `/health` fails, the last edition seen (`nil`
+  /// if none) is returned.
   ///
   /// With `since`, a check that ended after that moment (or is still recent at it) is used
   /// instead: a caller that found no recent check, and then waited (to read the file, or to
@@ -260,15 +262,6 @@ public final class AddressCache: Sendable {
     async -> String?
   {
     await edition.refresh(using: client, shared: sharedMark, unlessLearntSince: since)
-  }
-
-  /// The edition mark as the store keeps it, shared with every process using the file.
-  private var sharedMark: EditionTracker.SharedMark {
-    EditionTracker.SharedMark(
-      read: { [self] in await perform("read the edition") { try $0.editionMark() } ?? nil },
-      record: { [self] mark in
-        _ = await perform("record the edition") { try $0.setEditionMark(mark) }
-      })
   }
 
   /// The entries of `edition` held for `ceps`, of either kind (a single-kind entry carries

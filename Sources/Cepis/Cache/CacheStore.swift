@@ -155,6 +155,12 @@ protocol CacheStore: Sendable {
   func claimsHeld(_ ceps: [Int], edition: String) throws -> Set<Int>
   /// Gives up this process's claims on `ceps` (its request failed: others ask for them).
   func releaseClaims(_ ceps: [Int], edition: String) throws
+  /// Claims the next `/health` check for this process for `seconds`, so that processes that
+  /// check at the same moment ask once between them; returns whether this process is to ask
+  /// (always, for a store that holds no claims).
+  func claimEditionCheck(seconds: Int) throws -> Bool
+  /// Gives up this process's claim on the `/health` check (the check ended).
+  func releaseEditionCheck() throws
 }
 
 extension CacheStore {
@@ -172,6 +178,12 @@ extension CacheStore {
 
   /// Nothing to give up.
   func releaseClaims(_ ceps: [Int], edition: String) throws {}
+
+  /// Always: each process checks the edition for itself.
+  func claimEditionCheck(seconds: Int) throws -> Bool { true }
+
+  /// Nothing to give up.
+  func releaseEditionCheck() throws {}
 }
 
 /// The in-memory store: at most `capacity` CEPs, the least recently used forgotten first.

@@ -205,4 +205,20 @@ struct CacheStoreConformanceTests {
       #expect(try cache.statistics().entriesPerEdition.isEmpty)
     }
   }
+
+  @Test(
+    "the edition check: a store that holds claims grants it to one claimer until given up; one that holds none grants it to every claimer",
+    arguments: StoreUnderTest.all)
+  func editionCheckClaim(store: StoreUnderTest) async throws {
+    try await with(store) { cache in
+      #expect(try cache.claimEditionCheck(seconds: 30))
+      let again = try cache.claimEditionCheck(seconds: 30)
+      #expect(again == !cache.holdsClaims)
+      try cache.releaseEditionCheck()
+      #expect(try cache.claimEditionCheck(seconds: 30))
+      // The claim is neither an entry nor the edition mark.
+      #expect(try cache.editionMark() == nil)
+      #expect(try cache.statistics().entriesPerEdition.isEmpty)
+    }
+  }
 }

@@ -212,6 +212,24 @@
       _ = try run { [client] in try await client.execute(UNLINK(keys: keys)) }
     }
 
+    /// `SET P~claim:health 1 NX EX seconds`: of processes that check the edition at once,
+    /// one asks `/health`, the others wait for the mark it records.
+    func claimEditionCheck(seconds: Int) throws -> Bool {
+      // `OK` when set, a null when another process holds the claim.
+      try run { [client, keys] in
+        try await client.execute(
+          SET(
+            ValkeyKey(keys.editionCheck), value: "1", condition: .nx,
+            expiration: .seconds(max(1, seconds)))) != nil
+      }
+    }
+
+    func releaseEditionCheck() throws {
+      _ = try run { [client, keys] in
+        try await client.execute(UNLINK(keys: [ValkeyKey(keys.editionCheck)]))
+      }
+    }
+
     // MARK: The whole prefix
 
     /// Entries per edition found by a `SCAN` of the prefix, which stops after

@@ -85,7 +85,8 @@ enum ValkeyEntryFormat {
 /// - `P~editions`: a hash of the editions stored, each with when an entry of it was last
 ///   stored (milliseconds), for the stale answers' reads and ``CacheStore/hasEntries(of:)``;
 /// - `P~live`: the edition mark, shared by the fleet (``EditionMark``);
-/// - `P~claim:<edition>:<cep>`: a process's claim to ask for the CEP, for a few seconds.
+/// - `P~claim:<edition>:<cep>`: a process's claim to ask for the CEP, for a few seconds;
+/// - `P~claim:health`: a process's claim to ask `/health`, for a few seconds.
 ///
 /// Every key expires (the entry time-to-live), so the keyspace holds at most the editions of
 /// that span.
@@ -103,6 +104,8 @@ struct ValkeyKeys: Sendable {
   func claim(_ cep: Int, edition: String) -> String {
     "\(prefix)~claim:\(edition):\(cepDigits(cep))"
   }
+  /// A process's claim on the next `/health` check.
+  var editionCheck: String { "\(prefix)~claim:health" }
   /// The pattern that matches every key of the cache (`SCAN`).
   var pattern: String { Self.escapedForPattern(prefix) + "*" }
 

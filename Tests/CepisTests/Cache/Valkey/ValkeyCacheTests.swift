@@ -59,6 +59,9 @@
         #expect(secondRun.requests == 0)
         #expect(secondRun.cacheHits == distinct)
         #expect(LookupsCacheTests.count(server, .csv) == chunks)
+        // A run checks the edition at its start, unless the fleet checked within the last
+        // seconds, as the first process just did: the second takes its mark.
+        #expect(LookupsCacheTests.count(server, .health) == 1)
         // The bulk run checks the edition at its start; a single lookup within the interval
         // takes the fleet's mark.
         let third = valkey.cache(prefix: prefix)
@@ -96,6 +99,55 @@
         let csv = LookupsCacheTests.count(server, .csv)
         #expect(csv >= minimum)
         #expect(Double(csv) <= 1.25 * Double(minimum), "\(csv) /csv requests for \(minimum) chunks")
+      }
+    }
+
+    @Test(
+      "caches that check the edition at once ask /health once between them, and all learn it",
+      arguments: testedTransportKinds)
+    func oneEditionCheckForTheFleet(transport: Transport.Kind) async throws {
+      guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+      try await Self.withFleet { valkey, prefix, server in
+        let caches = (0..<4).map { _ in valkey.cache(prefix: prefix) }
+        let editions = await withTaskGroup(of: String?.self) { group in
+          for cache in caches {
+            group.addTask {
+              await cache.refreshEdition(using: cachedClient(server, transport, cache: cache))
+            }
+          }
+          return await group.reduce(into: []) { $0.append($1) }
+        }
+        let served = try await Client(baseURL: server.baseURL, transport: makeTransport(transport))
+          .health().dne
+        #expect(editions == Array(repeating: served, count: 4))
+        // One /health for the four caches, one for `served`.
+        #expect(LookupsCacheTests.count(server, .health) == 2)
+        for cache in caches { #expect(cache.warnings.isEmpty, "\(cache.warnings)") }
+      }
+    }
+
+    @Test(
+      "a claim on the edition check left by a process that died holds the others back only until it expires"
+    )
+    func abandonedEditionCheck() async throws {
+      guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return }
+      try await Self.withFleet { valkey, prefix, server in
+        // A process claimed the check for a second, then died before asking.
+        _ = try valkey.server.send(["SET", "\(prefix)~claim:health", "1", "EX", "1"])
+        let cache = valkey.cache(prefix: prefix)
+        let started = Date()
+        let edition = await cache.refreshEdition(
+          using: cachedClient(server, .urlSession, cache: cache))
+        let waited = Date().timeIntervalSince(started)
+        #expect(edition != nil)
+        #expect(LookupsCacheTests.count(server, .health) == 1)
+        #expect(waited >= 0.5 && waited < Double(EditionTracker.fleetCheckSeconds), "\(waited) s")
+        // The mark it learnt is the fleet's: another cache takes it without asking.
+        let other = valkey.cache(prefix: prefix)
+        #expect(
+          await other.liveEdition(using: cachedClient(server, .urlSession, cache: other)) == edition
+        )
+        #expect(LookupsCacheTests.count(server, .health) == 1)
       }
     }
 

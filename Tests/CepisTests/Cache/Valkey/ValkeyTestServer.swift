@@ -97,6 +97,10 @@
     func releaseClaims(_ ceps: [Int], edition: String) throws {
       try store.releaseClaims(ceps, edition: edition)
     }
+    func claimEditionCheck(seconds: Int) throws -> Bool {
+      try store.claimEditionCheck(seconds: seconds)
+    }
+    func releaseEditionCheck() throws { try store.releaseEditionCheck() }
   }
 
   /// The stores of the `Valkey` trait, for the conformance suite.
