@@ -157,7 +157,7 @@ let package = Package(
       name: "CepisBench",
       dependencies: [
         "Cepis", "CepisHTTP", "BrazilianDocuments", "CepisMock", "CepisCommandLine",
-        asyncHTTPClient,
+        asyncHTTPClient, valkey,
         .product(
           name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
       ] + observability + observabilityTestKits,

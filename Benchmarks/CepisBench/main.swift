@@ -41,7 +41,8 @@ let usage = """
                                               holding D distinct CEPs (in-process mock): peak RSS, requests
     ahc-bulk / ahc-single (trait builds)      bare AsyncHTTPClient loops: the ceiling rows
     single --base-url URL --concurrency C --seconds S [--cep CEP] [--observe none|default|memory]
-                                              lookup loop: rps, p50, p99
+           [--cache FILE|redis://HOST:PORT] [--cycle K]
+                                              lookup loop: rps, p50, p99 (--cycle: K CEPs in turn)
     (--observe: who hears the client's events; none turns observability off, memory records
      them in the three backends' in-memory kits: Observability trait builds)
     gen-csv FILE --mb N                       a cep.is-shaped CSV
@@ -299,13 +300,19 @@ case "single":
     configuration.httpMaximumConnectionsPerHost = max(6, concurrency)
     transport = .urlSession(configuration)
   }
-  // `--cache FILE`: through an address cache, warmed with the CEP before the clock starts.
-  let cache = args.options["cache"].map { AddressCache.sqlite(at: URL(fileURLWithPath: $0)) }
+  // `--cache FILE|redis://…`: through an address cache, warmed with the CEPs before the clock
+  // starts. `--cycle K`: K distinct CEPs in turn, more than the cache's memory front holds,
+  // so that every cached read goes to the store.
+  let cache = benchCache(args.options["cache"])
   let client = observed(
     Client(baseURL: base, timeout: 30, transport: transport, cache: cache), args)
-  if cache != nil { _ = try? await client.lookup(cep) }
+  let cycle = args.int("cycle", 1)
+  // Every tenth CEP of the mock (one ending in 9 does not exist there).
+  let ceps = cycle <= 1 ? [cep] : (0..<cycle).map { String(10_000_000 + $0 * 10) }
+  if cache != nil { for cep in ceps { _ = try? await client.lookup(cep) } }
+  let turn = Turn(count: ceps.count)
   await reportRequestLoop(concurrency: concurrency, seconds: seconds) {
-    _ = try await client.lookup(cep)
+    _ = try await client.lookup(ceps[turn.next()])
   }
   if let warning = cache?.warnings.first { fail("cache: \(warning)") }
 

@@ -68,7 +68,7 @@ package final class LowPriorityThread: Sendable {
 
   /// A thread named `name` (the system keeps its first 15 bytes) that runs at nice
   /// `niceValue` on Linux (glibc), or higher if its creator's is; on Apple platforms at the
-  /// utility quality of service (background from nice 19).
+  /// utility quality of service (background from nice 19, user-initiated at nice 0 or less).
   package init(name: String, niceValue: Int32) { box = Box(name: name, niceValue: niceValue) }
 
   deinit {
@@ -91,7 +91,8 @@ package final class LowPriorityThread: Sendable {
     let thread = Thread { box.run() }
     thread.name = box.name
     #if canImport(Darwin)
-      thread.qualityOfService = box.niceValue >= 19 ? .background : .utility
+      thread.qualityOfService =
+        box.niceValue >= 19 ? .background : box.niceValue > 0 ? .utility : .userInitiated
     #endif
     thread.start()
   }

@@ -89,6 +89,12 @@ public final class AddressCache: Sendable {
   /// every core is busy; a repeated single lookup is served from memory (``frontCapacity``).
   static let fileThreadNice: Int32 = 10
 
+  /// The nice value of a server cache's thread (0, the program's own). Its writes cost the
+  /// program little (a chunk's answers go out in one round trip), and every chunk's read
+  /// waits on it, so it must not wait behind the run's own work (Benchmarks/RESULTS.md, row
+  /// `enrich through Valkey, second run`).
+  static let serverThreadNice: Int32 = 0
+
   private enum Backend: Sendable {
     case ready(any CacheStore)
     case unopenedFile(URL, maxBytes: Int)
@@ -160,7 +166,14 @@ public final class AddressCache: Sendable {
     self.now = now
     issued = CacheWarnings(onWarning: onWarning)
     edition = EditionTracker(revalidateEvery: self.revalidateEvery, now: now)
-    writeBehind = WriteBehind(flushDelay: flushDelay, warnings: issued)
+    let niceValue: Int32
+    switch storage {
+    case .memory, .sqlite: niceValue = Self.fileThreadNice
+    #if Valkey
+      case .valkey: niceValue = Self.serverThreadNice
+    #endif
+    }
+    writeBehind = WriteBehind(flushDelay: flushDelay, warnings: issued, niceValue: niceValue)
     switch storage {
     case .memory(let capacity):
       backend = LockedValue(.ready(MemoryCacheStore(capacity: capacity)))
@@ -268,8 +281,7 @@ public final class AddressCache: Sendable {
   /// `geo`); each is marked as used. Empty when the cache cannot be read.
   package func freshEntries(for ceps: [Int], edition: String) async -> [Int: CacheEntry] {
     let now = self.now()
-    let found = await perform("be read") { try $0.entries(for: ceps, now: now) } ?? [:]
-    return found.filter { $0.value.edition == edition }
+    return await perform("be read") { try $0.entries(for: ceps, of: edition, now: now) } ?? [:]
   }
 
   /// The entry of `edition` held for one CEP, for ``Client/lookup(_:)``: from the memory

@@ -111,6 +111,9 @@ protocol CacheStore: Sendable {
   var waitsForIO: Bool { get }
   /// The entries held for `ceps` (those held only), each marked as used at `now`.
   func entries(for ceps: [Int], now: Date) throws -> [Int: CacheEntry]
+  /// The entries of `edition` held for `ceps`, each marked as used at `now`: what a bulk
+  /// chunk and a lookup read (a server's store reads the one edition, in one round trip).
+  func entries(for ceps: [Int], of edition: String, now: Date) throws -> [Int: CacheEntry]
   /// Stores `entries` in one transaction (see ``CacheEntry/replaces(_:)``), then keeps the
   /// store within its bound, evicting entries of editions other than `liveEdition` first.
   func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws
@@ -164,6 +167,11 @@ protocol CacheStore: Sendable {
 }
 
 extension CacheStore {
+  /// ``entries(for:now:)``, those of `edition` only: a store that keeps one entry per CEP.
+  func entries(for ceps: [Int], of edition: String, now: Date) throws -> [Int: CacheEntry] {
+    try entries(for: ceps, now: now).filter { $0.value.edition == edition }
+  }
+
   /// Grouped: the file stores' way.
   var groupsWrites: Bool { waitsForIO }
 

@@ -28,9 +28,8 @@ final class WriteBehind: Sendable {
   /// `cepis enrich`'s peak RSS, higher than with a backlog of 32,000; `6427437`).
   static let entriesBehind = 8 * groupEntries
 
-  /// Serializes the file store's work, at a lower priority than the program's own.
-  private let queue = LowPriorityThread(
-    name: "cepis-cache", niceValue: AddressCache.fileThreadNice)
+  /// Serializes the store's work: a file's at a lower priority than the program's own.
+  private let queue: LowPriorityThread
   private let backlog = LockedValue(Backlog())
   /// The longest a stored answer waits for a group to fill before it is written anyway.
   private let flushDelay: DispatchTimeInterval
@@ -71,9 +70,11 @@ final class WriteBehind: Sendable {
     case flush
   }
 
-  /// A write-behind whose answers wait at most `flushDelay` for a group, and whose failed
-  /// writes are issued to `warnings`.
-  init(flushDelay: DispatchTimeInterval, warnings: CacheWarnings) {
+  /// A write-behind whose answers wait at most `flushDelay` for a group, whose failed writes
+  /// are issued to `warnings`, and whose thread runs at `niceValue` (a file's:
+  /// ``AddressCache/fileThreadNice``; a server's: ``AddressCache/serverThreadNice``).
+  init(flushDelay: DispatchTimeInterval, warnings: CacheWarnings, niceValue: Int32) {
+    queue = LowPriorityThread(name: "cepis-cache", niceValue: niceValue)
     self.flushDelay = flushDelay
     self.warnings = warnings
   }

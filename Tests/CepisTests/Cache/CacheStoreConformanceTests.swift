@@ -221,4 +221,20 @@ struct CacheStoreConformanceTests {
       #expect(try cache.statistics().entriesPerEdition.isEmpty)
     }
   }
+
+  @Test(
+    "a read of one edition finds that edition's entries and no other",
+    arguments: StoreUnderTest.all)
+  func entriesOfOneEdition(store: StoreUnderTest) async throws {
+    try await with(store) { cache in
+      let older = entries(6_200_000..<6_200_030, edition: "2026-10")
+      let live = entries(6_200_030..<6_200_060, edition: "2026-11")
+      try cache.store(older + live, liveEdition: "2026-11", now: now)
+      let ceps = Array(6_200_000..<6_200_070)
+      expectSame(try cache.entries(for: ceps, of: "2026-11", now: now), live)
+      expectSame(try cache.entries(for: ceps, of: "2026-10", now: now), older)
+      #expect(try cache.entries(for: ceps, of: "2026-12", now: now).isEmpty)
+      #expect(try cache.entries(for: [], of: "2026-11", now: now).isEmpty)
+    }
+  }
 }

@@ -84,6 +84,31 @@
       return found
     }
 
+    /// One `MGET` of the edition's keys: a bulk chunk's read is one round trip.
+    func entries(for ceps: [Int], of edition: String, now: Date) throws -> [Int: CacheEntry] {
+      guard !ceps.isEmpty else { return [:] }
+      let reply = try run { [client, keys] in
+        try await client.execute(
+          MGET(keys: ceps.map { ValkeyKey(keys.entry($0, edition: edition)) }))
+      }
+      let values = try checked { try reply.decode(as: [String?].self) }
+      guard values.count == ceps.count else {
+        throw health.failed(ValkeyStoreFailure.unexpectedReply, retryInterval: retryInterval)
+      }
+      var found: [Int: CacheEntry] = [:]
+      var unreadable = 0
+      for (cep, value) in zip(ceps, values) {
+        guard let value else { continue }
+        guard let entry = ValkeyEntryFormat.decode(value[...], cep: cep, edition: edition) else {
+          unreadable += 1
+          continue
+        }
+        found[cep] = entry
+      }
+      if unreadable > 0 { health.unreadableValues() }
+      return found
+    }
+
     /// Of two entries of a CEP in different editions, the one a store that keeps one entry
     /// per CEP would hold: the one stored last; at the same moment, the later edition.
     static func prefers(_ entry: CacheEntry, over held: CacheEntry) -> Bool {

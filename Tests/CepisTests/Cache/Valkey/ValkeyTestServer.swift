@@ -69,6 +69,9 @@
     func entries(for ceps: [Int], now: Date) throws -> [Int: CacheEntry] {
       try store.entries(for: ceps, now: now)
     }
+    func entries(for ceps: [Int], of edition: String, now: Date) throws -> [Int: CacheEntry] {
+      try store.entries(for: ceps, of: edition, now: now)
+    }
     func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws {
       try store.store(entries, liveEdition: liveEdition, now: now)
     }

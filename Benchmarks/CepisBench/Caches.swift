@@ -1,0 +1,51 @@
+// `--cache`: the address cache a measured client goes through, for the cache rows.
+
+import Cepis
+import Foundation
+
+#if Valkey
+  import Logging
+  import Valkey
+#endif
+
+/// The cache `location` names: a SQLite file, or (builds with the `Valkey` trait) a
+/// `redis://host:port` server, through a `ValkeyClient` this process runs, under a prefix of
+/// its own.
+func benchCache(_ location: String?) -> AddressCache? {
+  guard let location else { return nil }
+  guard location.hasPrefix("redis://") else {
+    return .sqlite(at: URL(fileURLWithPath: location))
+  }
+  #if Valkey
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *),
+      let url = URL(string: location)
+    else { fail("--cache \(location): needs macOS 15 and a redis://host:port URL") }
+    let client = ValkeyClient(
+      .hostname(url.host ?? "127.0.0.1", port: url.port ?? 6379),
+      logger: Logger(label: "cepis-bench.cache") { _ in SwiftLogNoOpLogHandler() })
+    Task { await client.run() }
+    return .valkey(
+      client, keyPrefix: "cepis-bench-\(ProcessInfo.processInfo.processIdentifier):",
+      operationTimeout: 2)
+  #else
+    fail("--cache \(location): this build has no Valkey trait")
+  #endif
+}
+
+/// The next of `count` indices in turn, for any number of tasks.
+final class Turn: @unchecked Sendable {
+  // Sound: `index` is read and written under `lock` only.
+  private let lock = NSLock()
+  private var index = 0
+  private let count: Int
+
+  init(count: Int) { self.count = max(1, count) }
+
+  func next() -> Int {
+    lock.lock()
+    defer { lock.unlock() }
+    let current = index
+    index = (index + 1) % count
+    return current
+  }
+}
