@@ -281,7 +281,16 @@ public final class AddressCache: Sendable {
   /// `geo`); each is marked as used. Empty when the cache cannot be read.
   package func freshEntries(for ceps: [Int], edition: String) async -> [Int: CacheEntry] {
     let now = self.now()
-    return await perform("be read") { try $0.entries(for: ceps, of: edition, now: now) } ?? [:]
+    let store = resolvedStore()
+    guard store.readsAwaiting else {
+      return await perform("be read") { try $0.entries(for: ceps, of: edition, now: now) } ?? [:]
+    }
+    do {
+      return try await store.entriesAwaiting(for: ceps, of: edition, now: now)
+    } catch {
+      issued.stepAside("be read", error)
+      return [:]
+    }
   }
 
   /// The entry of `edition` held for one CEP, for ``Client/lookup(_:)``: from the memory

@@ -114,6 +114,13 @@ protocol CacheStore: Sendable {
   /// The entries of `edition` held for `ceps`, each marked as used at `now`: what a bulk
   /// chunk and a lookup read (a server's store reads the one edition, in one round trip).
   func entries(for ceps: [Int], of edition: String, now: Date) throws -> [Int: CacheEntry]
+  /// Whether ``entriesAwaiting(for:of:now:)`` reads without blocking a thread (a server's
+  /// store): the cache then awaits it in the caller's task, without a trip to its own thread.
+  var readsAwaiting: Bool { get }
+  /// ``entries(for:of:now:)``, awaited rather than waited for, for a store that
+  /// ``readsAwaiting``.
+  func entriesAwaiting(for ceps: [Int], of edition: String, now: Date) async throws
+    -> [Int: CacheEntry]
   /// Stores `entries` in one transaction (see ``CacheEntry/replaces(_:)``), then keeps the
   /// store within its bound, evicting entries of editions other than `liveEdition` first.
   func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws
@@ -170,6 +177,16 @@ extension CacheStore {
   /// ``entries(for:now:)``, those of `edition` only: a store that keeps one entry per CEP.
   func entries(for ceps: [Int], of edition: String, now: Date) throws -> [Int: CacheEntry] {
     try entries(for: ceps, now: now).filter { $0.value.edition == edition }
+  }
+
+  /// No: a file's reads wait on the cache's thread, and memory's never wait.
+  var readsAwaiting: Bool { false }
+
+  /// ``entries(for:of:now:)`` itself.
+  func entriesAwaiting(for ceps: [Int], of edition: String, now: Date) async throws
+    -> [Int: CacheEntry]
+  {
+    try entries(for: ceps, of: edition, now: now)
   }
 
   /// Grouped: the file stores' way.

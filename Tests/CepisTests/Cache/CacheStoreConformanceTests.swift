@@ -237,4 +237,19 @@ struct CacheStoreConformanceTests {
       #expect(try cache.entries(for: [], of: "2026-11", now: now).isEmpty)
     }
   }
+
+  @Test(
+    "an awaited read finds what a read waited for finds", arguments: StoreUnderTest.all)
+  func awaitedRead(store: StoreUnderTest) async throws {
+    try await withTemporaryFolder { folder in
+      try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+      let cache = try store.make(folder)
+      defer { cache.close() }
+      let live = entries(6_300_000..<6_300_040, edition: "2026-11")
+      try cache.store(live, liveEdition: "2026-11", now: now)
+      let ceps = Array(6_300_000..<6_300_050)
+      expectSame(try await cache.entriesAwaiting(for: ceps, of: "2026-11", now: now), live)
+      #expect(try await cache.entriesAwaiting(for: ceps, of: "2026-10", now: now).isEmpty)
+    }
+  }
 }

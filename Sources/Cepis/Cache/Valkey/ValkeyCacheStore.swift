@@ -91,6 +91,28 @@
         try await client.execute(
           MGET(keys: ceps.map { ValkeyKey(keys.entry($0, edition: edition)) }))
       }
+      return try entries(reply, ceps: ceps, edition: edition)
+    }
+
+    /// Awaited in the caller's task: a lookup's or a chunk's read goes from the task to the
+    /// client and back, with no thread of the cache's in between.
+    var readsAwaiting: Bool { true }
+
+    func entriesAwaiting(for ceps: [Int], of edition: String, now: Date) async throws
+      -> [Int: CacheEntry]
+    {
+      guard !ceps.isEmpty else { return [:] }
+      let reply = try await runAwaiting { [client, keys] in
+        try await client.execute(
+          MGET(keys: ceps.map { ValkeyKey(keys.entry($0, edition: edition)) }))
+      }
+      return try entries(reply, ceps: ceps, edition: edition)
+    }
+
+    /// The entries an `MGET` of `ceps`' keys of `edition` answered.
+    private func entries(_ reply: RESPToken.Array, ceps: [Int], edition: String) throws -> [Int:
+      CacheEntry]
+    {
       let values = try checked { try reply.decode(as: [String?].self) }
       guard values.count == ceps.count else {
         throw health.failed(ValkeyStoreFailure.unexpectedReply, retryInterval: retryInterval)
@@ -318,12 +340,61 @@
       }
     }
 
+    /// ``run(_:)`` awaited: `body`'s result, without a thread waiting for it.
+    private func runAwaiting<T: Sendable>(
+      _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+      try health.admit(retryInterval: retryInterval)
+      do {
+        let value = try await awaitWithin(timeout: operationTimeout, body)
+        health.succeeded()
+        return value
+      } catch {
+        throw health.failed(error, retryInterval: retryInterval)
+      }
+    }
+
     /// Decodes a reply, an error in it counted as an unexpected reply of the server.
     private func checked<T>(_ body: () throws -> T) throws -> T {
       do {
         return try body()
       } catch {
         throw health.failed(ValkeyStoreFailure.unexpectedReply, retryInterval: retryInterval)
+      }
+    }
+  }
+
+  /// `body`'s result, run as a task of its own, awaited at most `timeout` seconds; the task is
+  /// cancelled when the deadline passes (and not waited for: the client's own deadline ends it).
+  @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
+  private func awaitWithin<T: Sendable>(
+    timeout: TimeInterval, _ body: @escaping @Sendable () async throws -> T
+  ) async throws -> T {
+    let outcome = LockedValue<CheckedContinuation<T, any Error>?>(nil)
+    @Sendable func finish(_ result: Result<T, any Error>) -> Bool {
+      let taken = outcome.withLock { waiting -> CheckedContinuation<T, any Error>? in
+        defer { waiting = nil }
+        return waiting
+      }
+      guard let continuation = taken else { return false }
+      continuation.resume(with: result)
+      return true
+    }
+    return try await withCheckedThrowingContinuation { continuation in
+      outcome.withLock { $0 = continuation }
+      let task = Task {
+        let result: Result<T, any Error>
+        do {
+          result = .success(try await body())
+        } catch let error as ValkeyStoreFailure {
+          result = .failure(error)
+        } catch {
+          result = .failure(ValkeyStoreFailure.client("\(error)"))
+        }
+        _ = finish(result)
+      }
+      DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+        if finish(.failure(ValkeyStoreFailure.timedOut(timeout))) { task.cancel() }
       }
     }
   }

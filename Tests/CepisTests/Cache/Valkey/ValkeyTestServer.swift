@@ -72,6 +72,12 @@
     func entries(for ceps: [Int], of edition: String, now: Date) throws -> [Int: CacheEntry] {
       try store.entries(for: ceps, of: edition, now: now)
     }
+    var readsAwaiting: Bool { store.readsAwaiting }
+    func entriesAwaiting(for ceps: [Int], of edition: String, now: Date) async throws
+      -> [Int: CacheEntry]
+    {
+      try await store.entriesAwaiting(for: ceps, of: edition, now: now)
+    }
     func store(_ entries: [CacheEntry], liveEdition: String, now: Date) throws {
       try store.store(entries, liveEdition: liveEdition, now: now)
     }
