@@ -30,13 +30,13 @@ struct CacheStoreConformanceTests {
 
   /// `store` made in a temporary folder, closed and its folder removed afterwards.
   func with(
-    _ store: StoreUnderTest, _ body: (any CacheStore) throws -> Void
+    _ store: StoreUnderTest, _ body: (any CacheStore) async throws -> Void
   ) async throws {
     try await withTemporaryFolder { folder in
       try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
       let made = try store.make(folder)
       defer { made.close() }
-      try body(made)
+      try await body(made)
     }
   }
 
@@ -241,10 +241,7 @@ struct CacheStoreConformanceTests {
   @Test(
     "an awaited read finds what a read waited for finds", arguments: StoreUnderTest.all)
   func awaitedRead(store: StoreUnderTest) async throws {
-    try await withTemporaryFolder { folder in
-      try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-      let cache = try store.make(folder)
-      defer { cache.close() }
+    try await with(store) { cache in
       let live = entries(6_300_000..<6_300_040, edition: "2026-11")
       try cache.store(live, liveEdition: "2026-11", now: now)
       let ceps = Array(6_300_000..<6_300_050)

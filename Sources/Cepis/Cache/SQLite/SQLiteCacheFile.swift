@@ -160,14 +160,15 @@ struct SQLiteCacheFile: Sendable {
     try db.run("PRAGMA synchronous = NORMAL")
     try db.run("PRAGMA journal_size_limit = 4194304")
     // A statement that writes several rows (``EntriesTable/upsertManySQL``) keeps a statement
-    // journal, to undo itself alone if it fails halfway; past 64 KiB SQLite spills it to a
-    // temporary file (a first `cepis enrich` wrote its journals there and threw them away, and
+    // journal, to undo itself alone if it fails halfway; past a small size SQLite spills it
+    // to a temporary file (a first `cepis enrich` wrote its journals there and threw them away, and
     // every write needed a writable temporary folder; `5762576`). In memory, it is a few
     // pages, freed with each statement.
     try db.run("PRAGMA temp_store = MEMORY")
-    // A chunk's answers land on pages all over the file: a page cache of 8 MiB (default 2)
-    // keeps the upper levels and recent pages from being read again, and a checkpoint every
-    // 4,096 pages (default 1,000) copies a page rewritten by several chunks back once.
+    // A chunk's answers land on pages all over the file: a page cache four times SQLite's
+    // default keeps the upper levels and recent pages from being read again, and checkpoints
+    // four times further apart than the default copy a page rewritten by several chunks back
+    // once (RESULTS.md, row `cached enrich, first run`).
     try db.run("PRAGMA cache_size = -8192")
     try db.run("PRAGMA wal_autocheckpoint = 4096")
     // Pages read through a memory map of the file, not copied by `pread` into the page cache:

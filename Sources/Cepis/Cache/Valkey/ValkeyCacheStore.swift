@@ -59,26 +59,13 @@
       guard !ceps.isEmpty else { return [:] }
       let editions = try storedEditions().map(\.edition)
       guard !editions.isEmpty else { return [:] }
-      let commands: [any ValkeyCommand] = editions.map { edition in
-        MGET(keys: ceps.map { ValkeyKey(keys.entry($0, edition: edition)) })
-      }
+      let commands: [any ValkeyCommand] = editions.map { read(ceps, of: $0) }
       let replies = try run { [client] in await client.execute(commands) }
       var found: [Int: CacheEntry] = [:]
       var unreadable = 0
       for (edition, reply) in zip(editions, replies) {
         let values = try checked { try reply.get().decode(as: [String?].self) }
-        guard values.count == ceps.count else {
-          throw health.failed(ValkeyStoreFailure.unexpectedReply, retryInterval: retryInterval)
-        }
-        for (cep, value) in zip(ceps, values) {
-          guard let value else { continue }
-          guard let entry = ValkeyEntryFormat.decode(value[...], cep: cep, edition: edition) else {
-            unreadable += 1
-            continue
-          }
-          if let held = found[cep], !Self.prefers(entry, over: held) { continue }
-          found[cep] = entry
-        }
+        unreadable += try merge(values, ceps: ceps, edition: edition, into: &found)
       }
       if unreadable > 0 { health.unreadableValues() }
       return found
@@ -87,10 +74,8 @@
     /// One `MGET` of the edition's keys: a bulk chunk's read is one round trip.
     func entries(for ceps: [Int], of edition: String, now: Date) throws -> [Int: CacheEntry] {
       guard !ceps.isEmpty else { return [:] }
-      let reply = try run { [client, keys] in
-        try await client.execute(
-          MGET(keys: ceps.map { ValkeyKey(keys.entry($0, edition: edition)) }))
-      }
+      let command = read(ceps, of: edition)
+      let reply = try run { [client] in try await client.execute(command) }
       return try entries(reply, ceps: ceps, edition: edition)
     }
 
@@ -102,22 +87,36 @@
       -> [Int: CacheEntry]
     {
       guard !ceps.isEmpty else { return [:] }
-      let reply = try await runAwaiting { [client, keys] in
-        try await client.execute(
-          MGET(keys: ceps.map { ValkeyKey(keys.entry($0, edition: edition)) }))
-      }
+      let command = read(ceps, of: edition)
+      let reply = try await runAwaiting { [client] in try await client.execute(command) }
       return try entries(reply, ceps: ceps, edition: edition)
     }
 
-    /// The entries an `MGET` of `ceps`' keys of `edition` answered.
-    private func entries(_ reply: RESPToken.Array, ceps: [Int], edition: String) throws -> [Int:
-      CacheEntry]
-    {
+    /// The read of `ceps`' entries of `edition`: one `MGET`.
+    private func read(_ ceps: [Int], of edition: String) -> MGET {
+      MGET(keys: ceps.map { ValkeyKey(keys.entry($0, edition: edition)) })
+    }
+
+    /// The entries a ``read(_:of:)`` of `ceps` answered.
+    private func entries(
+      _ reply: RESPToken.Array, ceps: [Int], edition: String
+    ) throws -> [Int: CacheEntry] {
       let values = try checked { try reply.decode(as: [String?].self) }
+      var found: [Int: CacheEntry] = [:]
+      if try merge(values, ceps: ceps, edition: edition, into: &found) > 0 {
+        health.unreadableValues()
+      }
+      return found
+    }
+
+    /// Adds the entries `values` (one per CEP of `ceps`, of `edition`) hold to `found`, where
+    /// ``prefers(_:over:)`` says; returns how many values were not Cepis's.
+    private func merge(
+      _ values: [String?], ceps: [Int], edition: String, into found: inout [Int: CacheEntry]
+    ) throws -> Int {
       guard values.count == ceps.count else {
         throw health.failed(ValkeyStoreFailure.unexpectedReply, retryInterval: retryInterval)
       }
-      var found: [Int: CacheEntry] = [:]
       var unreadable = 0
       for (cep, value) in zip(ceps, values) {
         guard let value else { continue }
@@ -125,10 +124,10 @@
           unreadable += 1
           continue
         }
+        if let held = found[cep], !Self.prefers(entry, over: held) { continue }
         found[cep] = entry
       }
-      if unreadable > 0 { health.unreadableValues() }
-      return found
+      return unreadable
     }
 
     /// Of two entries of a CEP in different editions, the one a store that keeps one entry
