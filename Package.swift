@@ -131,7 +131,11 @@ let package = Package(
     .target(name: "CepisSupport"),
     .target(
       name: "Cepis",
-      dependencies: ["CepisHTTP", "CepisSupport", asyncHTTPClient, valkey] + observability),
+      dependencies: [
+        "CepisHTTP", "CepisSupport", asyncHTTPClient, valkey,
+        // A Valkey reply's values are read in place (in valkey-swift's closure already).
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Valkey"])),
+      ] + observability),
     .target(name: "BrazilianDocuments"),
     .target(
       name: "CPFHub",

@@ -1,6 +1,7 @@
 #if Valkey
   import CepisSupport
   import Foundation
+  import NIOCore
   import Valkey
 
   /// The store of ``AddressCache/valkey(_:keyPrefix:entryTimeToLive:operationTimeout:revalidateEvery:onWarning:)``:
@@ -64,7 +65,7 @@
       var found: [Int: CacheEntry] = [:]
       var unreadable = 0
       for (edition, reply) in zip(editions, replies) {
-        let values = try checked { try reply.get().decode(as: [String?].self) }
+        let values = try checked { try reply.get().decode(as: [ByteBuffer?].self) }
         unreadable += try merge(values, ceps: ceps, edition: edition, into: &found)
       }
       if unreadable > 0 { health.unreadableValues() }
@@ -101,7 +102,7 @@
     private func entries(
       _ reply: RESPToken.Array, ceps: [Int], edition: String
     ) throws -> [Int: CacheEntry] {
-      let values = try checked { try reply.decode(as: [String?].self) }
+      let values = try checked { try reply.decode(as: [ByteBuffer?].self) }
       var found: [Int: CacheEntry] = [:]
       if try merge(values, ceps: ceps, edition: edition, into: &found) > 0 {
         health.unreadableValues()
@@ -112,15 +113,25 @@
     /// Adds the entries `values` (one per CEP of `ceps`, of `edition`) hold to `found`, where
     /// ``prefers(_:over:)`` says; returns how many values were not Cepis's.
     private func merge(
-      _ values: [String?], ceps: [Int], edition: String, into found: inout [Int: CacheEntry]
+      _ values: [ByteBuffer?], ceps: [Int], edition: String, into found: inout [Int: CacheEntry]
     ) throws -> Int {
       guard values.count == ceps.count else {
         throw health.failed(ValkeyStoreFailure.unexpectedReply, retryInterval: retryInterval)
       }
       var unreadable = 0
+      var rows = 0
+      var bytes = 0
+      for case let value? in values {
+        rows += 1
+        bytes += value.readableBytes
+      }
+      var decoder = ValkeyValueDecoder(rows: rows, textBytes: bytes)
       for (cep, value) in zip(ceps, values) {
         guard let value else { continue }
-        guard let entry = ValkeyEntryFormat.decode(value[...], cep: cep, edition: edition) else {
+        let read = value.withUnsafeReadableBytes { raw in
+          raw.withMemoryRebound(to: UInt8.self) { decoder.decode($0, cep: cep, edition: edition) }
+        }
+        guard let entry = read else {
           unreadable += 1
           continue
         }
@@ -248,7 +259,7 @@
       guard !ceps.isEmpty else { return [] }
       let keys = ceps.map { ValkeyKey(self.keys.claim($0, edition: edition)) }
       let reply = try run { [client] in try await client.execute(MGET(keys: keys)) }
-      let values = try checked { try reply.decode(as: [String?].self) }
+      let values = try checked { try reply.decode(as: [ByteBuffer?].self) }
       return Set(zip(ceps, values).compactMap { $0.1 == nil ? nil : $0.0 })
     }
 

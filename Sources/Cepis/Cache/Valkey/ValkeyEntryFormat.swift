@@ -47,36 +47,16 @@ enum ValkeyEntryFormat {
   }
 
   /// The entry `value` holds for `cep` of `edition`; `nil` when it is not a value of this
-  /// format (another tag, a field missing or malformed).
+  /// format (another tag, a field missing or malformed). A read of many values decodes them
+  /// with one ``ValkeyValueDecoder``.
   static func decode(_ value: Substring, cep: Int, edition: String) -> CacheEntry? {
-    let fields = value.split(separator: separator, omittingEmptySubsequences: false)
-    guard fields.count == fieldCount, fields[0] == tag,
-      let kindRaw = Int(fields[1]), let kind = CacheEntryKind(rawValue: kindRaw),
-      let millis = Int64(fields[2])
-    else { return nil }
-    let storedAt = Date(timeIntervalSince1970: Double(millis) / 1_000)
-    switch fields[3] {
-    case "0":
-      return CacheEntry(cep: cep, address: nil, edition: edition, storedAt: storedAt, kind: kind)
-    case "1":
-      var geo: Geo?
-      if !fields[10].isEmpty {
-        // `Double(Substring)` is macOS 11: through `String`.
-        guard let lat = Double(String(fields[10])), let lon = Double(String(fields[11])),
-          let raio = Int(fields[12])
-        else { return nil }
-        geo = Geo(lat: lat, lon: lon, raioM: raio, precisao: String(fields[13]))
-      }
-      let address = Address(
-        cep: cepDigits(cep), logradouro: String(fields[4]), complemento: String(fields[5]),
-        bairro: String(fields[6]), localidade: String(fields[7]), uf: String(fields[8]),
-        ibge: String(fields[9]), geo: geo, source: .cepis)
-      return CacheEntry(
-        cep: cep, address: address, edition: edition, storedAt: storedAt, kind: kind)
-    default:
-      return nil
-    }
+    let value = String(value)
+    var decoder = ValkeyValueDecoder(for: CollectionOfOne<String?>(value))
+    return decoder.decode(value, cep: cep, edition: edition)
   }
+
+  /// ``separator`` as its one UTF-8 byte.
+  static let separatorByte = UInt8(ascii: "\u{1F}")
 }
 
 /// The keys of a Valkey cache under its prefix `P` (`cepis:` unless the caller names another):

@@ -38,6 +38,80 @@ struct ValkeyFormatTests {
     #expect(ValkeyEntryFormat.decode(value[...], cep: 1_001_000, edition: "2026-11") == nil)
   }
 
+  @Test(
+    "one read's values: every entry as written, the addresses without coordinates in one packed chunk"
+  )
+  func oneReadsValues() throws {
+    let ceps = Array(stride(from: 1_001_000, to: 1_002_000, by: 10))
+    // Found without coordinates (a batch answer's), found with them, "does not exist", a CEP
+    // with no value, and a value some other program wrote: in turn.
+    var written: [CacheEntry?] = []
+    var values: [String?] = []
+    for (index, cep) in ceps.enumerated() {
+      let address: Address? =
+        switch index % 5 {
+        case 0: sampleAddress(cep, geo: false)
+        case 1: sampleAddress(cep, geo: true)
+        case 2: nil
+        default: sampleAddress(cep, geo: false)
+        }
+      let entry = CacheEntry(
+        cep: cep, address: address, edition: "2026-11", storedAt: now,
+        kind: index % 5 == 1 ? .single : .batch)
+      switch index % 5 {
+      case 3:
+        written.append(nil)
+        values.append(nil)
+      case 4 where index % 10 == 9:
+        written.append(nil)
+        values.append("{\"cep\":\"\(cepDigits(cep))\"}")
+      default:
+        written.append(entry)
+        let value = try #require(ValkeyEntryFormat.encode(entry))
+        values.append(value)
+      }
+    }
+    var decoder = ValkeyValueDecoder(for: values)
+    var chunks: Set<ObjectIdentifier> = []
+    for ((cep, value), entry) in zip(zip(ceps, values), written) {
+      guard let value else { continue }
+      let read = decoder.decode(value, cep: cep, edition: "2026-11")
+      #expect(read?.address == entry?.address, "CEP \(cep)")
+      #expect(read?.kind == entry?.kind, "CEP \(cep)")
+      #expect(read?.cep == entry?.cep, "CEP \(cep)")
+      guard let address = read?.address else { continue }
+      if case .packed(let fields, _) = address.text {
+        #expect(address.geo == nil, "CEP \(cep)")
+        chunks.insert(fields.chunkIdentity)
+      } else {
+        #expect(address.geo != nil, "CEP \(cep): kept as strings only with coordinates")
+      }
+    }
+    #expect(chunks.count == 1)
+  }
+
+  @Test("a value that is not well-formed UTF-8, or whose numbers overflow, is a miss")
+  func malformedBytes() throws {
+    let entry = CacheEntry(
+      cep: 1_001_000, address: sampleAddress(1_001_000, geo: false), edition: "e",
+      storedAt: now, kind: .batch)
+    let good = Array(try #require(ValkeyEntryFormat.encode(entry)).utf8)
+    var broken = good
+    broken[try #require(good.firstIndex(of: UInt8(ascii: "R")))] = 0xFF  // in "Rua …"
+    var fields = try #require(ValkeyEntryFormat.encode(entry)).split(
+      separator: "\u{1F}", omittingEmptySubsequences: false)
+    fields[2] = "999999999999999999999999"
+    let overflowing = Array(fields.joined(separator: "\u{1F}").utf8)
+    var decoder = ValkeyValueDecoder(rows: 3, textBytes: 3 * good.count + 100)
+    #expect(
+      good.withUnsafeBufferPointer { decoder.decode($0, cep: 1_001_000, edition: "e") } != nil)
+    #expect(
+      broken.withUnsafeBufferPointer { decoder.decode($0, cep: 1_001_000, edition: "e") } == nil)
+    #expect(
+      overflowing.withUnsafeBufferPointer { decoder.decode($0, cep: 1_001_000, edition: "e") }
+        == nil)
+  }
+
   @Test("a field holding the separator is not kept")
   func separatorInAField() {
     var address = sampleAddress(1_001_000)
