@@ -49,3 +49,24 @@ final class Turn: @unchecked Sendable {
     return current
   }
 }
+
+/// `valkey-get --cache redis://host:port`: the floor under a cached lookup through Valkey, the
+/// client's own round trip with no Cepis code: one `GET` at a time, awaited in the task that
+/// sends it, through a `ValkeyClient` this process runs.
+func benchValkeyRoundTrip(_ location: String, seconds: Double) async {
+  #if Valkey
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *),
+      let url = URL(string: location)
+    else { fail("--cache \(location): needs macOS 15 and a redis://host:port URL") }
+    let client = ValkeyClient(
+      .hostname(url.host ?? "127.0.0.1", port: url.port ?? 6379),
+      logger: Logger(label: "cepis-bench.valkey") { _ in SwiftLogNoOpLogHandler() })
+    let running = Task { await client.run() }
+    await reportRequestLoop(concurrency: 1, seconds: seconds) {
+      _ = try await client.get(ValkeyKey("cepis-bench-floor"))
+    }
+    running.cancel()
+  #else
+    fail("valkey-get: this build has no Valkey trait")
+  #endif
+}

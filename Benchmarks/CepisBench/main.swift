@@ -316,6 +316,9 @@ case "single":
   }
   if let warning = cache?.warnings.first { fail("cache: \(warning)") }
 
+case "valkey-get":
+  await benchValkeyRoundTrip(args.string("cache"), seconds: args.double("seconds", 5))
+
 case "urlsession-single":
   // The floor under `single`: bare URLSession (no Cepis code), same URL, same concurrency.
   guard let base = URL(string: args.string("base-url")) else { fail("bad --base-url") }
