@@ -316,6 +316,9 @@ case "single":
   }
   if let warning = cache?.warnings.first { fail("cache: \(warning)") }
 
+case "observe-adapter":
+  await benchObserveAdapter(calls: args.int("calls", 100_000))
+
 case "valkey-get":
   await benchValkeyRoundTrip(args.string("cache"), seconds: args.double("seconds", 5))
 
