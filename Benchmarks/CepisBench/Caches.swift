@@ -17,12 +17,10 @@ func benchCache(_ location: String?) -> AddressCache? {
     return .sqlite(at: URL(fileURLWithPath: location))
   }
   #if Valkey
-    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *),
-      let url = URL(string: location)
-    else { fail("--cache \(location): needs macOS 15 and a redis://host:port URL") }
-    let client = ValkeyClient(
-      .hostname(url.host ?? "127.0.0.1", port: url.port ?? 6379),
-      logger: Logger(label: "cepis-bench.cache") { _ in SwiftLogNoOpLogHandler() })
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else {
+      fail("--cache \(location): needs macOS 15")
+    }
+    let client = benchValkeyClient(location)
     Task { await client.run() }
     return .valkey(
       client, keyPrefix: "cepis-bench-\(ProcessInfo.processInfo.processIdentifier):",
@@ -55,12 +53,10 @@ final class Turn: @unchecked Sendable {
 /// sends it, through a `ValkeyClient` this process runs.
 func benchValkeyRoundTrip(_ location: String, seconds: Double) async {
   #if Valkey
-    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *),
-      let url = URL(string: location)
-    else { fail("--cache \(location): needs macOS 15 and a redis://host:port URL") }
-    let client = ValkeyClient(
-      .hostname(url.host ?? "127.0.0.1", port: url.port ?? 6379),
-      logger: Logger(label: "cepis-bench.valkey") { _ in SwiftLogNoOpLogHandler() })
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else {
+      fail("--cache \(location): needs macOS 15")
+    }
+    let client = benchValkeyClient(location)
     let running = Task { await client.run() }
     await reportRequestLoop(concurrency: 1, seconds: seconds) {
       _ = try await client.get(ValkeyKey("cepis-bench-floor"))
@@ -70,3 +66,15 @@ func benchValkeyRoundTrip(_ location: String, seconds: Double) async {
     fail("valkey-get: this build has no Valkey trait")
   #endif
 }
+
+#if Valkey
+  /// A client of the `redis://host:port` server `location` names, logging nowhere; the caller
+  /// runs it.
+  @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
+  func benchValkeyClient(_ location: String) -> ValkeyClient {
+    guard let url = URL(string: location) else { fail("--cache \(location): not a redis:// URL") }
+    return ValkeyClient(
+      .hostname(url.host ?? "127.0.0.1", port: url.port ?? 6379),
+      logger: Logger(label: "cepis-bench.valkey") { _ in SwiftLogNoOpLogHandler() })
+  }
+#endif
