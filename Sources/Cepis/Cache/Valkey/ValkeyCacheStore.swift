@@ -119,13 +119,7 @@
         throw health.failed(ValkeyStoreFailure.unexpectedReply, retryInterval: retryInterval)
       }
       var unreadable = 0
-      var rows = 0
-      var bytes = 0
-      for case let value? in values {
-        rows += 1
-        bytes += value.readableBytes
-      }
-      var decoder = ValkeyValueDecoder(rows: rows, textBytes: bytes)
+      var decoder = ValkeyValueDecoder(valueSizes: values.lazy.compactMap { $0?.readableBytes })
       for (cep, value) in zip(ceps, values) {
         guard let value else { continue }
         let read = value.withUnsafeReadableBytes { raw in

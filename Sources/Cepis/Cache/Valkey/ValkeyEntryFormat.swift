@@ -50,9 +50,8 @@ enum ValkeyEntryFormat {
   /// format (another tag, a field missing or malformed). A read of many values decodes them
   /// with one ``ValkeyValueDecoder``.
   static func decode(_ value: Substring, cep: Int, edition: String) -> CacheEntry? {
-    let value = String(value)
-    var decoder = ValkeyValueDecoder(for: CollectionOfOne<String?>(value))
-    return decoder.decode(value, cep: cep, edition: edition)
+    var decoder = ValkeyValueDecoder(valueSizes: CollectionOfOne(value.utf8.count))
+    return decoder.decode(String(value), cep: cep, edition: edition)
   }
 
   /// ``separator`` as its one UTF-8 byte.

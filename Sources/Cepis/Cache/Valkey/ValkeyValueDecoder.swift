@@ -15,52 +15,35 @@ struct ValkeyValueDecoder {
   private var rowsLeft: Int
   private var bytesLeft: Int
 
-  /// A decoder of values of `textBytes` bytes in all, `rows` of them, whose chunk has room for
-  /// every one: each row's six fields and the byte after them are a part of its value, which
-  /// holds its tag and three fields more.
-  init(rows: Int, textBytes: Int) {
-    rowsLeft = rows
-    bytesLeft = textBytes
-    writer = rows > 0 ? PackedChunkWriter(rows: rows, textBytes: textBytes) : nil
-  }
-
-  /// A decoder of `values`.
-  init(for values: some Collection<String?>) {
+  /// A decoder of values of the sizes (in bytes) `valueSizes` lists, one per value, whose
+  /// chunk has room for every one: each row's six fields and the byte after them are a part
+  /// of its value, which holds its tag and three fields more.
+  init(valueSizes: some Sequence<Int>) {
     var rows = 0
     var bytes = 0
-    for case let value? in values {
+    for size in valueSizes {
       rows += 1
-      bytes += value.utf8.count
+      bytes += size
     }
-    self.init(rows: rows, textBytes: bytes)
+    rowsLeft = rows
+    bytesLeft = bytes
+    writer = rows > 0 ? PackedChunkWriter(rows: rows, textBytes: bytes) : nil
   }
 
   /// The entry `value` (one of the values the decoder was made for) holds for `cep` of
-  /// `edition`; `nil` when it is not a value of this format (another tag, a field missing or
-  /// malformed).
+  /// `edition`; `nil` when it is not a value of this format.
   mutating func decode(_ value: String, cep: Int, edition: String) -> CacheEntry? {
-    let read = value.utf8.withContiguousStorageIfAvailable {
-      decode(validUTF8: $0, cep: cep, edition: edition)
-    }
-    if let read { return read }
-    return Array(value.utf8).withUnsafeBufferPointer {
-      decode(validUTF8: $0, cep: cep, edition: edition)
-    }
+    Array(value.utf8).withUnsafeBufferPointer { decode($0, cep: cep, edition: edition) }
   }
 
   /// The entry the value `bytes` (one of the values the decoder was made for) holds for `cep`
-  /// of `edition`; `nil` when it is not well-formed UTF-8 or not a value of this format.
+  /// of `edition`; `nil` when it is not well-formed UTF-8 or not a value of this format
+  /// (another tag, a field missing or malformed).
   mutating func decode(
     _ bytes: UnsafeBufferPointer<UInt8>, cep: Int, edition: String
   ) -> CacheEntry? {
     guard isValidUTF8(bytes) else { return nil }
-    return decode(validUTF8: bytes, cep: cep, edition: edition)
-  }
-
-  private mutating func decode(
-    validUTF8 bytes: UnsafeBufferPointer<UInt8>, cep: Int, edition: String
-  ) -> CacheEntry? {
-    withUnsafeTemporaryAllocation(of: Int.self, capacity: ValkeyEntryFormat.fieldCount) {
+    return withUnsafeTemporaryAllocation(of: Int.self, capacity: ValkeyEntryFormat.fieldCount) {
       ends in
       // Where each field ends (its separator's position; the last one at the end).
       var count = 0
@@ -78,8 +61,8 @@ struct ValkeyValueDecoder {
 
   private mutating func decode(_ fields: Fields, cep: Int, edition: String) -> CacheEntry? {
     guard fields[0].elementsEqual(ValkeyEntryFormat.tag.utf8),
-      let kindRaw = fields.integer(1), let kind = CacheEntryKind(rawValue: kindRaw),
-      let millis = fields.integer(2)
+      let kindRaw = Int(fields.string(1)), let kind = CacheEntryKind(rawValue: kindRaw),
+      let millis = Int64(fields.string(2))
     else { return nil }
     let storedAt = Date(timeIntervalSince1970: Double(millis) / 1_000)
     let address: Address?
@@ -120,7 +103,7 @@ struct ValkeyValueDecoder {
     if !fields[10].isEmpty {
       // `Double(Substring)` is macOS 11: through `String`.
       guard let lat = Double(fields.string(10)), let lon = Double(fields.string(11)),
-        let raio = fields.integer(12)
+        let raio = Int(fields.string(12))
       else { return nil }
       geo = Geo(lat: lat, lon: lon, raioM: raio, precisao: fields.string(13))
     }
@@ -145,24 +128,8 @@ struct ValkeyValueDecoder {
       UnsafeBufferPointer(rebasing: bytes[start(index)..<end(index)])
     }
 
-    /// Field `index` as a string (valid UTF-8: a part of a `String` between two ASCII bytes).
+    /// Field `index` as a string (valid UTF-8: the value was validated, and a field is cut at
+    /// ASCII separators).
     func string(_ index: Int) -> String { String(decoding: self[index], as: UTF8.self) }
-
-    /// Field `index` as a decimal integer (an optional sign, then digits), `nil` otherwise.
-    func integer(_ index: Int) -> Int? {
-      let digits = self[index]
-      guard !digits.isEmpty, digits.count <= 18 else { return nil }  // no overflow
-      var value = 0
-      var sign = 1
-      for (offset, byte) in digits.enumerated() {
-        if offset == 0, byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+"), digits.count > 1 {
-          sign = byte == UInt8(ascii: "-") ? -1 : 1
-          continue
-        }
-        guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-        value = value * 10 + Int(byte - UInt8(ascii: "0"))
-      }
-      return sign * value
-    }
   }
 }

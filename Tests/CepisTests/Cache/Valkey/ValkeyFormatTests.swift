@@ -71,7 +71,7 @@ struct ValkeyFormatTests {
         values.append(value)
       }
     }
-    var decoder = ValkeyValueDecoder(for: values)
+    var decoder = ValkeyValueDecoder(valueSizes: values.compactMap { $0?.utf8.count })
     var chunks: Set<ObjectIdentifier> = []
     for ((cep, value), entry) in zip(zip(ceps, values), written) {
       guard let value else { continue }
@@ -102,7 +102,8 @@ struct ValkeyFormatTests {
       separator: "\u{1F}", omittingEmptySubsequences: false)
     fields[2] = "999999999999999999999999"
     let overflowing = Array(fields.joined(separator: "\u{1F}").utf8)
-    var decoder = ValkeyValueDecoder(rows: 3, textBytes: 3 * good.count + 100)
+    var decoder = ValkeyValueDecoder(
+      valueSizes: [good.count, broken.count, overflowing.count])
     #expect(
       good.withUnsafeBufferPointer { decoder.decode($0, cep: 1_001_000, edition: "e") } != nil)
     #expect(
